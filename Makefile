@@ -1,0 +1,35 @@
+# The two front-door commands are `make demo` and `make test`; both set up .venv from requirements.lock first.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell sha1sum requirements.lock | cut -c1-12)
+SITE := $(VENV)/lib/python3.11/site-packages
+
+.PHONY: setup demo test lint lock clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.lock
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet uv==0.13.9
+	$(VENV)/bin/uv pip sync --quiet --python $(PY) requirements.lock
+	printf '%s\n' "$(CURDIR)/jobs" "$(CURDIR)/plugins" > $(SITE)/lakeloader.pth
+	rm -f $(VENV)/.installed-* && touch $@
+
+demo: setup
+	bin/demo
+
+test: setup
+	$(VENV)/bin/ruff check .
+	bin/with-airflow $(PY) -m pytest
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+lock:
+	$(VENV)/bin/uv pip compile requirements.txt --python-version 3.11 --no-header -o requirements.lock
+
+clean:
+	rm -rf var build .pytest_cache

@@ -1,0 +1,1 @@
+"""Lakeloader: CDC topic exports to Delta tables. This package never imports Airflow."""

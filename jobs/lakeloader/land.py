@@ -1,0 +1,140 @@
+"""Land: copy new export files into the raw zone under the run's hour, each file exactly once.
+
+A ledger in the audit zone holds one entry per export file ever landed, naming the hour it landed in.
+A run for hour H lands every export file that is not in the ledger and appeared before H ended (its
+modification time is earlier than the end of H), then writes H's manifest from the ledger. So:
+- a file lands exactly once, whichever runs see it;
+- rerunning H copies nothing and rewrites the same manifest;
+- a file that appears after H's run lands in the next run, never lost.
+Runs of one source must not land concurrently (the hourly DAG has max_active_runs=1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from typing import BinaryIO
+
+from lakeloader import zones
+from lakeloader.config import SourceConfig
+from lakeloader.storage import Store, open_store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LandedFile:
+    export_key: str
+    raw_key: str
+    size: int
+    sha256: str
+    hour: str
+
+
+@dataclass(frozen=True)
+class LandResult:
+    source: str
+    hour: str
+    manifest: list[LandedFile]
+    copied: int
+    already_landed: int
+    not_yet_due: int
+    changed_after_landing: list[str]
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "source": self.source,
+            "hour": self.hour,
+            "files_in_manifest": len(self.manifest),
+            "bytes_in_manifest": sum(f.size for f in self.manifest),
+            "copied": self.copied,
+            "already_landed": self.already_landed,
+            "not_yet_due": self.not_yet_due,
+            "changed_after_landing": self.changed_after_landing,
+        }
+
+
+class _HashingReader:
+    """Wraps a stream and hashes what is read through it, so a copy checksums in the same pass."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self.stream.read(size)
+        self.digest.update(chunk)
+        self.size += len(chunk)
+        return chunk
+
+
+def land_hour(
+    source: SourceConfig, hour: datetime, exports: Store | None = None, lake: Store | None = None
+) -> LandResult:
+    """Land the export files due by the end of `hour` and write that hour's manifest."""
+    exports = exports or open_store(source.export_uri, source.s3_endpoint_url)
+    lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
+    hour_text = zones.format_hour(hour)
+    cutoff = hour + timedelta(hours=1)
+    ledger = _read_ledger(lake, source.name)
+
+    copied = already = not_due = 0
+    changed: list[str] = []
+    for item in exports.list():
+        entry = ledger.get(item.key)
+        if entry is not None:
+            already += 1
+            if entry.size != item.size:
+                changed.append(item.key)
+            if entry.hour == hour_text:
+                _restore_missing_copy(exports, lake, entry)
+            continue
+        if item.modified >= cutoff:
+            not_due += 1
+            continue
+        entry = _copy(exports, lake, item.key, f"{zones.raw_dir(source.name, hour)}/{item.key}", hour_text)
+        lake.write_bytes(_ledger_key(source.name, item.key), json.dumps(asdict(entry), sort_keys=True).encode())
+        ledger[item.key] = entry
+        copied += 1
+
+    manifest = sorted((e for e in ledger.values() if e.hour == hour_text), key=lambda e: e.export_key)
+    document = {"source": source.name, "hour": hour_text, "files": [asdict(e) for e in manifest]}
+    lake.write_bytes(zones.manifest_key(source.name, hour), json.dumps(document, indent=1, sort_keys=True).encode())
+    if changed:
+        log.warning("export files changed after they were landed (not landed again): %s", changed)
+    return LandResult(source.name, hour_text, manifest, copied, already, not_due, changed)
+
+
+def read_manifest(lake: Store, source: str, hour: datetime) -> list[LandedFile]:
+    """The files landed in `hour` (empty when the hour has not been landed)."""
+    key = zones.manifest_key(source, hour)
+    if lake.stat(key) is None:
+        return []
+    return [LandedFile(**f) for f in json.loads(lake.read_bytes(key))["files"]]
+
+
+def _copy(exports: Store, lake: Store, export_key: str, raw_key: str, hour_text: str) -> LandedFile:
+    with exports.open_read(export_key) as stream:
+        reader = _HashingReader(stream)
+        lake.upload(raw_key, reader)  # type: ignore[arg-type]
+    return LandedFile(export_key, raw_key, reader.size, reader.digest.hexdigest(), hour_text)
+
+
+def _restore_missing_copy(exports: Store, lake: Store, entry: LandedFile) -> None:
+    """A rerun repairs a raw copy that went missing after its ledger entry was written."""
+    if lake.stat(entry.raw_key) is None:
+        log.warning("raw copy %s is missing; copying %s again", entry.raw_key, entry.export_key)
+        _copy(exports, lake, entry.export_key, entry.raw_key, entry.hour)
+
+
+def _ledger_key(source: str, export_key: str) -> str:
+    return zones.ledger_prefix(source) + hashlib.sha256(export_key.encode()).hexdigest()[:40] + ".json"
+
+
+def _read_ledger(lake: Store, source: str) -> dict[str, LandedFile]:
+    entries = (LandedFile(**json.loads(lake.read_bytes(o.key))) for o in lake.list(zones.ledger_prefix(source)))
+    return {entry.export_key: entry for entry in entries}

@@ -1,0 +1,85 @@
+"""Where each zone keeps a source's data, relative to the lake root (see docs/architecture.md).
+
+raw/<source>/dt=YYYY-MM-DD/hour=HH/<export file>      landed copies
+raw/<source>/dt=YYYY-MM-DD/hour=HH/_manifest.json     what landed in that hour
+bronze/<source>/changes/dt=YYYY-MM-DD/hour=HH/        canonical change log (Parquet)
+bronze/<source>/quarantine/dt=YYYY-MM-DD/hour=HH/     rejected messages with reason and origin
+silver/<source>/<db>/<table>/                         one Delta table per source table
+audit/<source>/landed/<file id>.json                  ledger: one entry per export file ever landed
+audit/<source>/runs/dt=YYYY-MM-DD/hour=HH/<step>.json counts of each step's run for that hour
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from urllib.parse import quote
+
+HOUR_FORMAT = "%Y-%m-%dT%H"
+
+
+def parse_hour(text: str) -> datetime:
+    """An hour given as 'YYYY-MM-DDTHH' (or any ISO timestamp, truncated to its hour), in UTC."""
+    try:
+        moment = datetime.strptime(text, HOUR_FORMAT)
+    except ValueError:
+        moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def format_hour(hour: datetime) -> str:
+    return hour.astimezone(UTC).strftime(HOUR_FORMAT)
+
+
+def hour_range(first: datetime, last: datetime) -> list[datetime]:
+    """Every hour from first to last, both included."""
+    hours = []
+    current = first
+    while current <= last:
+        hours.append(current)
+        current += timedelta(hours=1)
+    return hours
+
+
+def hour_partition(hour: datetime) -> str:
+    utc = hour.astimezone(UTC)
+    return f"dt={utc:%Y-%m-%d}/hour={utc:%H}"
+
+
+def raw_dir(source: str, hour: datetime) -> str:
+    return f"raw/{source}/{hour_partition(hour)}"
+
+
+def manifest_key(source: str, hour: datetime) -> str:
+    return f"{raw_dir(source, hour)}/_manifest.json"
+
+
+def ledger_prefix(source: str) -> str:
+    return f"audit/{source}/landed/"
+
+
+def bronze_changes_dir(source: str, hour: datetime) -> str:
+    return f"bronze/{source}/changes/{hour_partition(hour)}"
+
+
+def bronze_quarantine_dir(source: str, hour: datetime) -> str:
+    return f"bronze/{source}/quarantine/{hour_partition(hour)}"
+
+
+def run_report_key(source: str, hour: datetime, step: str) -> str:
+    return f"audit/{source}/runs/{hour_partition(hour)}/{step}.json"
+
+
+def silver_table_dir(source: str, db: str, table: str) -> str:
+    """Names are percent-encoded, so no source name can escape its directory ('../x' stays inside)."""
+    return f"silver/{source}/{_path_safe(db)}/{_path_safe(table)}"
+
+
+def staging_dir(source: str, hour: datetime) -> str:
+    return f"work/{source}/apply/{hour_partition(hour)}"
+
+
+def _path_safe(name: str) -> str:
+    encoded = quote(name, safe="")
+    return encoded.replace(".", "%2E") if set(encoded) == {"."} else encoded
