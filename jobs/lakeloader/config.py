@@ -6,13 +6,14 @@ and says what is expected.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 CONFIG_ENV_VAR = "LAKELOADER_CONFIG"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -33,8 +34,13 @@ class _Strict(BaseModel):
 class SourceConfig(_Strict):
     """One upstream topic export, loaded into one set of silver tables."""
 
-    name: str = Field(pattern=SOURCE_NAME_PATTERN, description="lower-case identifier, used in paths and DAG ids")
-    format: Literal[SUPPORTED_FORMATS]  # type: ignore[valid-type]
+    name: str = Field(
+        pattern=SOURCE_NAME_PATTERN,
+        description="lower-case identifier (a letter, then up to 62 letters, digits or _), used in paths and DAG ids",
+    )
+    format: Literal[SUPPORTED_FORMATS] = Field(  # type: ignore[valid-type]
+        description=f"wire format of the exported messages, one of: {', '.join(SUPPORTED_FORMATS)}"
+    )
     export_uri: str = Field(description="where the exporter drops topic files: a directory or s3://bucket/prefix")
     lake_root: str = Field(description="root of the raw/bronze/silver/audit zones: a directory or s3://bucket/prefix")
     tables: tuple[str, ...] | None = Field(default=None, description="include list of 'db.table' names")
@@ -73,15 +79,16 @@ class SourceConfig(_Strict):
 
 
 class LakeloaderConfig(_Strict):
-    sources: tuple[SourceConfig, ...] = Field(min_length=1)
+    sources: tuple[SourceConfig, ...] = Field(min_length=1, description="a list of source declarations")
 
-    @model_validator(mode="after")
-    def _unique_names(self) -> LakeloaderConfig:
-        names = [source.name for source in self.sources]
+    @field_validator("sources")
+    @classmethod
+    def _unique_names(cls, sources: tuple[SourceConfig, ...]) -> tuple[SourceConfig, ...]:
+        names = [source.name for source in sources]
         duplicated = sorted({name for name in names if names.count(name) > 1})
         if duplicated:
             raise ValueError(f"source names must be unique; repeated: {', '.join(duplicated)}")
-        return self
+        return sources
 
     def source(self, name: str) -> SourceConfig:
         for source in self.sources:
@@ -105,9 +112,11 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LakeloaderConfig:
     """Read and validate the configuration; relative local paths resolve against the file's directory."""
     file = config_path(path)
     try:
-        raw = yaml.safe_load(file.read_text())
+        raw = yaml.safe_load(file.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise ConfigError(f"config file {file} not found (set ${CONFIG_ENV_VAR} or create it)") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {file} cannot be read: {exc}") from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {file} is not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):
@@ -115,6 +124,10 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LakeloaderConfig:
     defaults = raw.pop("defaults", None) or {}
     if not isinstance(defaults, dict):
         raise ConfigError(f"config file {file}: 'defaults' must be a mapping of source keys")
+    unknown = [key for key in defaults if key not in SourceConfig.model_fields]
+    if unknown:
+        details = "\n".join(f"  defaults.{key}: {_unknown_key(key, SourceConfig)}" for key in unknown)
+        raise ConfigError(f"invalid config file {file}:\n{details}")
     sources = raw.get("sources")
     if isinstance(sources, list):
         raw["sources"] = [_resolve_paths({**defaults, **s}, file.parent) if isinstance(s, dict) else s for s in sources]
@@ -133,18 +146,38 @@ def _resolve_paths(source: dict, base: Path) -> dict:
 
 
 def _describe(file: Path, raw: dict, exc: ValidationError) -> str:
+    errors = exc.errors()
+    item_errors = any(len(error["loc"]) > 1 for error in errors)
     lines = [f"invalid config file {file}:"]
-    for error in exc.errors():
+    for error in errors:
+        if error["type"] == "too_short" and item_errors:
+            continue  # pydantic adds "at least 1 item" when every item failed; the item errors say why
         location = _location(raw, error["loc"])
+        model = SourceConfig if len(error["loc"]) > 1 else LakeloaderConfig
+        field = model.model_fields.get(str(error["loc"][-1]))
         message = error["msg"]
         if error["type"] == "missing":
-            message = "required key is missing"
+            expected = f" ({field.description})" if field and field.description else ""
+            message = f"required key is missing{expected}"
         elif error["type"] == "extra_forbidden":
-            message = "unknown key (check its spelling)"
+            message = _unknown_key(str(error["loc"][-1]), model)
         elif error["type"] == "literal_error":
-            message = f"expected one of {', '.join(SUPPORTED_FORMATS)}, got {error['input']!r}"
+            message = f"expected one of {error['ctx']['expected']}, got {error['input']!r}"
+        elif error["type"] == "string_pattern_mismatch" and field and field.description:
+            message = f"expected a {field.description}, got {error['input']!r}"
+        elif error["type"] == "value_error":
+            message = str(error["ctx"]["error"])
+        elif error["type"] == "too_short" and error["loc"] == ("sources",):
+            message = "expected a list of at least one source"
         lines.append(f"  {location}: {message}")
     return "\n".join(lines)
+
+
+def _unknown_key(key: str, model: type[BaseModel]) -> str:
+    known = list(model.model_fields)
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown key (check its spelling; {hint}known keys: {', '.join(known)})"
 
 
 def _location(raw: dict, loc: tuple) -> str:

@@ -5,7 +5,9 @@ A run for hour H lands every export file that is not in the ledger and appeared 
 modification time is earlier than the end of H), then writes H's manifest from the ledger. So:
 - a file lands exactly once, whichever runs see it;
 - rerunning H copies nothing and rewrites the same manifest;
-- a file that appears after H's run lands in the next run, never lost.
+- a file that appears after H's run lands in the next run, never lost;
+- rerunning H restores a raw copy of H that went missing, if the export file still has the landed bytes
+  (otherwise it fails with LandError rather than write a manifest its raw copies do not match).
 Runs of one source must not land concurrently (the hourly DAG has max_active_runs=1).
 """
 
@@ -15,7 +17,7 @@ import hashlib
 import json
 import logging
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import BinaryIO
 
 from lakeloader import zones
@@ -23,6 +25,10 @@ from lakeloader.config import SourceConfig
 from lakeloader.storage import Store, open_store
 
 log = logging.getLogger(__name__)
+
+
+class LandError(RuntimeError):
+    """Landing cannot go on without losing or corrupting data; the message says what an operator must fix."""
 
 
 @dataclass(frozen=True)
@@ -75,35 +81,45 @@ class _HashingReader:
 def land_hour(
     source: SourceConfig, hour: datetime, exports: Store | None = None, lake: Store | None = None
 ) -> LandResult:
-    """Land the export files due by the end of `hour` and write that hour's manifest."""
+    """Land the export files due by the end of `hour` and write that hour's manifest.
+
+    `hour` is truncated to its hour; a naive datetime is taken as UTC.
+    """
     exports = exports or open_store(source.export_uri, source.s3_endpoint_url)
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
+    hour = _utc_hour(hour)
     hour_text = zones.format_hour(hour)
     cutoff = hour + timedelta(hours=1)
+    manifest_key = zones.manifest_key(source.name, hour)
     ledger = _read_ledger(lake, source.name)
 
     copied = already = not_due = 0
     changed: list[str] = []
+    present: set[str] = set()
     for item in exports.list():
+        present.add(item.key)
         entry = ledger.get(item.key)
         if entry is not None:
             already += 1
             if entry.size != item.size:
                 changed.append(item.key)
-            if entry.hour == hour_text:
-                _restore_missing_copy(exports, lake, entry)
             continue
         if item.modified >= cutoff:
             not_due += 1
             continue
-        entry = _copy(exports, lake, item.key, f"{zones.raw_dir(source.name, hour)}/{item.key}", hour_text)
+        raw_key = f"{zones.raw_dir(source.name, hour)}/{item.key}"
+        if raw_key == manifest_key:
+            raise LandError(f"export file {item.key!r} would overwrite the hour's manifest {manifest_key}; rename it")
+        entry = _copy(exports, lake, item.key, raw_key, hour_text)
         lake.write_bytes(_ledger_key(source.name, item.key), json.dumps(asdict(entry), sort_keys=True).encode())
         ledger[item.key] = entry
         copied += 1
 
     manifest = sorted((e for e in ledger.values() if e.hour == hour_text), key=lambda e: e.export_key)
+    for entry in manifest:
+        _restore_missing_copy(exports, lake, entry, entry.export_key in present)
     document = {"source": source.name, "hour": hour_text, "files": [asdict(e) for e in manifest]}
-    lake.write_bytes(zones.manifest_key(source.name, hour), json.dumps(document, indent=1, sort_keys=True).encode())
+    lake.write_bytes(manifest_key, json.dumps(document, indent=1, sort_keys=True).encode())
     if changed:
         log.warning("export files changed after they were landed (not landed again): %s", changed)
     return LandResult(source.name, hour_text, manifest, copied, already, not_due, changed)
@@ -111,7 +127,7 @@ def land_hour(
 
 def read_manifest(lake: Store, source: str, hour: datetime) -> list[LandedFile]:
     """The files landed in `hour` (empty when the hour has not been landed)."""
-    key = zones.manifest_key(source, hour)
+    key = zones.manifest_key(source, _utc_hour(hour))
     if lake.stat(key) is None:
         return []
     return [LandedFile(**f) for f in json.loads(lake.read_bytes(key))["files"]]
@@ -124,11 +140,35 @@ def _copy(exports: Store, lake: Store, export_key: str, raw_key: str, hour_text:
     return LandedFile(export_key, raw_key, reader.size, reader.digest.hexdigest(), hour_text)
 
 
-def _restore_missing_copy(exports: Store, lake: Store, entry: LandedFile) -> None:
-    """A rerun repairs a raw copy that went missing after its ledger entry was written."""
-    if lake.stat(entry.raw_key) is None:
-        log.warning("raw copy %s is missing; copying %s again", entry.raw_key, entry.export_key)
-        _copy(exports, lake, entry.export_key, entry.raw_key, entry.hour)
+def _restore_missing_copy(exports: Store, lake: Store, entry: LandedFile, export_present: bool) -> None:
+    """A rerun repairs a raw copy that went missing (or was cut short) after its ledger entry was written.
+
+    The copy is restored only when the export file still has the landed bytes (same sha256), so a manifest
+    never names a checksum its raw copy does not have.
+    """
+    raw = lake.stat(entry.raw_key)
+    if raw is not None and raw.size == entry.size:
+        return
+    problem = "missing" if raw is None else f"{raw.size} bytes instead of {entry.size}"
+    if not export_present:
+        raise LandError(f"raw copy {entry.raw_key} is {problem} and export file {entry.export_key} is gone")
+    with exports.open_read(entry.export_key) as stream:
+        digest = _HashingReader(stream)
+        while digest.read(1 << 20):
+            pass
+    if digest.digest.hexdigest() != entry.sha256:
+        raise LandError(
+            f"raw copy {entry.raw_key} is {problem} and export file {entry.export_key} changed since it landed "
+            f"(sha256 {digest.digest.hexdigest()}, landed {entry.sha256}); cannot restore the landed bytes"
+        )
+    log.warning("raw copy %s is %s; copying %s again", entry.raw_key, problem, entry.export_key)
+    _copy(exports, lake, entry.export_key, entry.raw_key, entry.hour)
+
+
+def _utc_hour(hour: datetime) -> datetime:
+    if hour.tzinfo is None:
+        hour = hour.replace(tzinfo=UTC)
+    return hour.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
 def _ledger_key(source: str, export_key: str) -> str:

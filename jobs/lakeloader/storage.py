@@ -131,13 +131,16 @@ class S3Store:
         paginator = self.client.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=self.bucket, Prefix=root + prefix):
             for item in page.get("Contents", []):
+                if item["Key"].endswith("/"):
+                    continue  # a "folder" marker written by consoles and some tools, not an object to copy
                 yield StoredObject(item["Key"][len(root) :], item["Size"], item["LastModified"])
 
     def open_read(self, key: str) -> BinaryIO:
         return self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
 
     def read_bytes(self, key: str) -> bytes:
-        return self.open_read(key).read()
+        with self.open_read(key) as body:
+            return body.read()
 
     def write_bytes(self, key: str, data: bytes) -> None:
         self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)

@@ -1,0 +1,144 @@
+"""Shared fixtures. Keep each one small and documented; add new ones in their own section.
+
+Object storage
+    s3_endpoint  (session)  URL of a real moto S3 server on loopback, started once, stopped by PID.
+    s3_bucket    (function) name of a fresh, empty bucket on that server.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# ---------------------------------------------------------------------------------------------------------------
+# Object storage: a moto S3 server
+# ---------------------------------------------------------------------------------------------------------------
+
+_AWS_TEST_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+_STARTUP_TIMEOUT_SECONDS = 30.0
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_until_answering(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    deadline = time.monotonic() + _STARTUP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"moto_server exited with {process.returncode}:\n{log_path.read_text()}")
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except urllib.error.HTTPError:
+            return  # any HTTP answer means the server is up
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(
+        f"moto_server did not answer at {url} within {_STARTUP_TIMEOUT_SECONDS}s:\n{log_path.read_text()}"
+    )
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A moto S3 server on 127.0.0.1 for the whole session; AWS_* test credentials are set while it runs."""
+    moto_server = Path(sys.executable).parent / "moto_server"
+    if not moto_server.exists():
+        pytest.fail(f"{moto_server} not found: run `make setup` (moto[server] is in requirements.txt)")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_path = tmp_path_factory.mktemp("moto") / "moto_server.log"
+
+    saved = {name: os.environ.get(name) for name in _AWS_TEST_ENVIRONMENT}
+    os.environ.update(_AWS_TEST_ENVIRONMENT)
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [str(moto_server), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT
+        )
+    try:
+        _wait_until_answering(url, process, log_path)
+        yield url
+    finally:
+        _stop(process)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@pytest.fixture
+def s3_bucket(s3_endpoint: str) -> str:
+    """A new empty bucket on the moto server (unique per test, so tests never see each other's objects)."""
+    import boto3
+
+    name = f"test-{uuid.uuid4().hex[:20]}"
+    boto3.client("s3", endpoint_url=s3_endpoint).create_bucket(Bucket=name)
+    return name
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Airflow: a throwaway metadata database
+#     airflow_env  (session)  environment for `bin/with-airflow airflow ...` subprocesses: a temporary
+#                             AIRFLOW_HOME whose SQLite database has been migrated once (`airflow db migrate`),
+#                             with this project's dags/ and plugins/. Add LAKELOADER_CONFIG per test.
+# ---------------------------------------------------------------------------------------------------------------
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+WITH_AIRFLOW = REPO_ROOT / "bin" / "with-airflow"
+_AIRFLOW_MIGRATE_TIMEOUT_SECONDS = 300
+
+
+@pytest.fixture(scope="session")
+def airflow_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Env vars for Airflow CLI subprocesses on a fresh, migrated SQLite database (set explicitly, because
+    bin/with-airflow keeps any value already in the environment, e.g. from `bin/with-airflow pytest`)."""
+    home = tmp_path_factory.mktemp("airflow-home")
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO_ROOT / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+    }
+    started = time.monotonic()
+    result = subprocess.run(
+        [str(WITH_AIRFLOW), "airflow", "db", "migrate"],
+        env=env,
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=_AIRFLOW_MIGRATE_TIMEOUT_SECONDS,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"`airflow db migrate` failed ({result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
+    print(f"airflow db migrate: {time.monotonic() - started:.1f}s in {home}")
+    return env

@@ -1,0 +1,307 @@
+"""load_config: a valid file loads with paths resolved and defaults merged; every mistake raises ConfigError with a
+message that names where the mistake is and what is expected."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from lakeloader.config import CONFIG_ENV_VAR, ConfigError, SourceConfig, load_config
+
+
+def write(tmp_path: Path, text: str, name: str = "sources.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def config_error(path: Path) -> str:
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    return str(raised.value)
+
+
+VALID = """\
+    defaults:
+      format: dataworks_json
+      lake_root: ../lake
+      retries: 5
+    sources:
+      - name: shop
+        export_uri: exports/shop
+        tables: [shop.orders, shop.users]
+        primary_keys:
+          shop.orders: [id]
+      - name: billing
+        export_uri: s3://bucket/exports/billing
+        lake_root: s3://bucket/lake
+        s3_endpoint_url: http://127.0.0.1:9000
+        retries: 0
+"""
+
+
+def test_valid_file_loads_with_relative_paths_resolved_against_its_directory_and_defaults_merged(
+    tmp_path: Path,
+) -> None:
+    config_dir = tmp_path / "conf"
+    config_dir.mkdir()
+
+    config = load_config(write(config_dir, VALID))
+
+    shop, billing = config.sources
+    assert shop == SourceConfig(
+        name="shop",
+        format="dataworks_json",
+        export_uri=str(config_dir / "exports" / "shop"),
+        lake_root=str(tmp_path / "lake"),
+        tables=("shop.orders", "shop.users"),
+        primary_keys={"shop.orders": ("id",)},
+        retries=5,
+    )
+    assert (billing.format, billing.export_uri, billing.lake_root) == (
+        "dataworks_json",
+        "s3://bucket/exports/billing",
+        "s3://bucket/lake",
+    )
+    assert (billing.retries, billing.s3_endpoint_url, billing.tables) == (0, "http://127.0.0.1:9000", None)
+    assert (billing.schedule, billing.start_date) == ("0 * * * *", "2026-01-01T00:00:00+00:00")
+    assert config.source("billing") is billing
+    assert shop.includes("shop", "orders") and not shop.includes("shop", "payments")
+    assert billing.includes("any", "table")
+
+
+def test_path_comes_from_the_environment_variable_when_not_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CONFIG_ENV_VAR, str(write(tmp_path, VALID)))
+
+    assert [s.name for s in load_config().sources] == ["shop", "billing"]
+
+
+def test_the_shipped_sources_file_is_valid() -> None:
+    assert load_config(Path(__file__).parents[1] / "config" / "sources.yaml").sources
+
+
+def test_unknown_source_name_lists_the_configured_ones(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, VALID))
+
+    with pytest.raises(ConfigError, match=r"unknown source 'shoop'; configured sources: shop, billing"):
+        config.source("shoop")
+
+
+def test_missing_required_key_names_the_source_and_the_key(tmp_path: Path) -> None:
+    message = config_error(
+        write(
+            tmp_path,
+            """\
+            sources:
+              - name: shop
+                format: dataworks_json
+                lake_root: /lake
+            """,
+        )
+    )
+
+    assert "sources[0] (shop).export_uri: required key is missing (where the exporter drops topic files" in message
+
+
+def test_misspelled_key_is_rejected_with_the_key_it_probably_meant(tmp_path: Path) -> None:
+    message = config_error(
+        write(
+            tmp_path,
+            """\
+            sources:
+              - name: shop
+                format: dataworks_json
+                export_uri: /exports
+                lake_root: /lake
+                retires: 3
+            """,
+        )
+    )
+
+    assert "sources[0] (shop).retires: unknown key (check its spelling; did you mean 'retries'?" in message
+    assert "known keys: name, format, export_uri, lake_root" in message
+
+
+def test_misspelled_key_in_defaults_is_reported_at_defaults(tmp_path: Path) -> None:
+    message = config_error(
+        write(
+            tmp_path,
+            """\
+            defaults:
+              lake_rot: /lake
+            sources:
+              - {name: shop, format: dataworks_json, export_uri: /exports, lake_root: /lake}
+            """,
+        )
+    )
+
+    assert "defaults.lake_rot: unknown key (check its spelling; did you mean 'lake_root'?" in message
+    assert "sources[0]" not in message
+
+
+def test_unknown_top_level_key_is_rejected(tmp_path: Path) -> None:
+    message = config_error(
+        write(
+            tmp_path,
+            """\
+            source:
+              - {name: shop, format: dataworks_json, export_uri: /exports, lake_root: /lake}
+            """,
+        )
+    )
+
+    assert "  sources: required key is missing (a list of source declarations)" in message
+    assert "  source: unknown key (check its spelling; did you mean 'sources'?" in message
+
+
+def test_unsupported_format_lists_the_supported_ones(tmp_path: Path) -> None:
+    message = config_error(
+        write(
+            tmp_path,
+            """\
+            sources:
+              - {name: shop, format: canal_json, export_uri: /exports, lake_root: /lake}
+            """,
+        )
+    )
+
+    assert "sources[0] (shop).format: expected one of 'dataworks_json', got 'canal_json'" in message
+
+
+def test_table_name_without_db_is_rejected(tmp_path: Path) -> None:
+    message = config_error(
+        write(
+            tmp_path,
+            """\
+            sources:
+              - name: shop
+                format: dataworks_json
+                export_uri: /exports
+                lake_root: /lake
+                tables: [shop.orders, orders]
+            """,
+        )
+    )
+
+    assert "sources[0] (shop).tables: table 'orders' must be written as 'db.table'" in message
+    assert "Value error" not in message
+
+
+def test_primary_key_table_name_without_db_is_rejected(tmp_path: Path) -> None:
+    message = config_error(
+        write(
+            tmp_path,
+            """\
+            sources:
+              - name: shop
+                format: dataworks_json
+                export_uri: /exports
+                lake_root: /lake
+                primary_keys: {orders: [id]}
+            """,
+        )
+    )
+
+    assert "sources[0] (shop).primary_keys: table 'orders' must be written as 'db.table'" in message
+
+
+def test_duplicate_source_names_are_rejected_at_sources(tmp_path: Path) -> None:
+    message = config_error(
+        write(
+            tmp_path,
+            """\
+            sources:
+              - {name: shop, format: dataworks_json, export_uri: /a, lake_root: /lake}
+              - {name: billing, format: dataworks_json, export_uri: /b, lake_root: /lake}
+              - {name: shop, format: dataworks_json, export_uri: /c, lake_root: /lake}
+            """,
+        )
+    )
+
+    assert "  sources: source names must be unique; repeated: shop" in message
+
+
+def test_bad_source_name_says_what_a_name_may_contain(tmp_path: Path) -> None:
+    message = config_error(
+        write(
+            tmp_path,
+            """\
+            sources:
+              - {name: My-Shop, format: dataworks_json, export_uri: /a, lake_root: /lake}
+            """,
+        )
+    )
+
+    assert "sources[0] (My-Shop).name: expected a lower-case identifier (a letter, then up to 62" in message
+    assert "got 'My-Shop'" in message
+
+
+def test_unsupported_uri_scheme_is_rejected(tmp_path: Path) -> None:
+    message = config_error(
+        write(
+            tmp_path,
+            """\
+            sources:
+              - {name: shop, format: dataworks_json, export_uri: "ftp://host/x", lake_root: /lake}
+            """,
+        )
+    )
+
+    assert "sources[0] (shop).export_uri: expected a local path, a file:// URI or an s3://bucket/prefix URI" in message
+
+
+def test_every_mistake_is_reported_at_once_without_noise(tmp_path: Path) -> None:
+    message = config_error(
+        write(
+            tmp_path,
+            """\
+            sources:
+              - {name: shop, format: dataworks_json, lake_root: /lake, retries: -1}
+            """,
+        )
+    )
+
+    assert message.splitlines() == [
+        f"invalid config file {tmp_path / 'sources.yaml'}:",
+        "  sources[0] (shop).export_uri: required key is missing (where the exporter drops topic files: a directory"
+        " or s3://bucket/prefix)",
+        "  sources[0] (shop).retries: Input should be greater than or equal to 0",
+    ]
+
+
+def test_empty_source_list_is_rejected(tmp_path: Path) -> None:
+    assert "  sources: expected a list of at least one source" in config_error(write(tmp_path, "sources: []\n"))
+
+
+def test_missing_file_names_the_path_and_the_environment_variable(tmp_path: Path) -> None:
+    message = config_error(tmp_path / "nope.yaml")
+
+    assert message == f"config file {tmp_path / 'nope.yaml'} not found (set ${CONFIG_ENV_VAR} or create it)"
+
+
+def test_directory_instead_of_a_file_is_a_config_error(tmp_path: Path) -> None:
+    assert f"config file {tmp_path} cannot be read" in config_error(tmp_path)
+
+
+def test_invalid_yaml_names_the_file_and_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "sources:\n  - name: shop\n    format: [dataworks_json\n")
+
+    message = config_error(path)
+
+    assert message.startswith(f"config file {path} is not valid YAML:")
+    assert "line 4" in message
+
+
+def test_file_that_is_not_a_mapping_is_rejected(tmp_path: Path) -> None:
+    message = config_error(write(tmp_path, "- shop\n"))
+
+    assert message.endswith(": expected a mapping with a 'sources' list at the top")
+
+
+def test_defaults_that_are_not_a_mapping_are_rejected(tmp_path: Path) -> None:
+    message = config_error(write(tmp_path, "defaults: [retries]\nsources: []\n"))
+
+    assert message.endswith(": 'defaults' must be a mapping of source keys")
