@@ -139,6 +139,23 @@ def airflow_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         timeout=_AIRFLOW_MIGRATE_TIMEOUT_SECONDS,
     )
     if result.returncode != 0:
-        pytest.fail(f"`airflow db migrate` failed ({result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
+        pytest.fail(
+            f"`airflow db migrate` failed ({result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
+        )
     print(f"airflow db migrate: {time.monotonic() - started:.1f}s in {home}")
     return env
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Spark: one local session for the whole test run (a JVM start costs ~10 s)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local[2] SparkSession configured as the jobs configure theirs."""
+    from lakeloader.spark import spark_session
+
+    session = spark_session("lakeloader-tests", master="local[2]")
+    yield session
+    session.stop()

@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from lakeloader.config import CONFIG_ENV_VAR, ConfigError, SourceConfig, load_config
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import boto3
 import pytest
+
 from lakeloader import zones
 from lakeloader.config import SourceConfig
 from lakeloader.land import LandedFile, LandError, land_hour, read_manifest

@@ -1,0 +1,27 @@
+"""The Spark session every job uses, with the settings the jobs rely on."""
+
+from __future__ import annotations
+
+from pyspark import SparkConf
+from pyspark.sql import SparkSession
+
+# Set unless spark-submit (--conf) or the cluster already set them.
+DEFAULTS = {
+    "spark.sql.session.timeZone": "UTC",  # canonical timestamps are UTC text
+    "spark.sql.shuffle.partitions": "8",  # hourly batches; adaptive execution coalesces further
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+def spark_session(app_name: str, master: str | None = None) -> SparkSession:
+    """The active session, or a new one; `master` only for runs outside spark-submit (local runner, tests)."""
+    submitted = SparkConf()
+    builder = SparkSession.builder.appName(app_name)
+    if master and not submitted.contains("spark.master"):
+        builder = builder.master(master).config("spark.ui.enabled", "false")
+    for key, value in DEFAULTS.items():
+        if not submitted.contains(key):
+            builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session
