@@ -87,7 +87,7 @@ def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
     """One row per (table, key): the last action on that key in this batch, with its image."""
     key_columns = F.create_map(
         *[item for s in shapes for item in (F.lit(s.name), F.array(*[F.lit(k) for k in s.key]))]
-    ).getItem(F.concat_ws(".", "db", "table"))
+    )[F.concat_ws(".", "db", "table")]
 
     def key_of(image: Column) -> Column:
         return F.transform(key_columns, lambda k: F.element_at(image, k))

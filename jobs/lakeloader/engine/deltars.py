@@ -6,6 +6,8 @@ column mapping (see ENVIRONMENT.md).
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, QueryBuilder
 from deltalake.exceptions import TableNotFoundError
@@ -40,13 +42,18 @@ class DeltaRsEngine:
             uri,
             schema=schema,
             mode="ignore",
-            configuration=properties,
+            description=json.dumps(properties, sort_keys=True),
             storage_options=self.storage_options,
             commit_properties=CommitProperties(custom_metadata=commit_info),
         )
 
     def properties(self, uri: str) -> dict[str, str]:
-        return dict(self._table(uri).metadata().configuration)
+        """Delta's table configuration only takes delta.* keys, so ours live in the table description."""
+        description = self._table(uri).metadata().description
+        try:
+            return dict(json.loads(description)) if description else {}
+        except ValueError:
+            return {}
 
     def schema(self, uri: str) -> pa.Schema:
         return pa.schema(self._table(uri).schema().to_arrow())

@@ -1,0 +1,9 @@
+"""spark-submit entry point of the apply step: jobs/apply.py --source NAME --hour YYYY-MM-DDTHH [--config F]."""
+
+import sys
+
+from lakeloader.apply import run_apply
+from lakeloader.submit import main
+
+if __name__ == "__main__":
+    sys.exit(main("apply", run_apply))

@@ -1,0 +1,153 @@
+"""The DAG files load, build one hourly DAG per configured source, and surface config errors as import errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pendulum
+import pytest
+from airflow.dag_processing.dagbag import DagBag
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import CronDataIntervalTimetable
+from airflow.serialization.encoders import coerce_to_core_timetable
+
+DAGS_DIR = Path(__file__).resolve().parents[1] / "dags"
+JOBS_DIR = Path(__file__).resolve().parents[1] / "jobs"
+
+CONFIG = """\
+sources:
+  - name: shop
+    format: dataworks_json
+    export_uri: exports/shop
+    lake_root: lake
+    start_date: "2026-11-21T00:00:00+00:00"
+    retries: 3
+  - name: billing
+    format: dataworks_json
+    export_uri: s3://exports/billing
+    lake_root: s3://lake
+"""
+
+
+def _dagbag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config_text: str) -> tuple[DagBag, Path]:
+    config = tmp_path / "sources.yaml"
+    config.write_text(config_text)
+    monkeypatch.setenv("LAKELOADER_CONFIG", str(config))
+    return DagBag(dag_folder=str(DAGS_DIR), safe_mode=True), config
+
+
+@pytest.fixture
+def dagbag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[DagBag, Path]:
+    return _dagbag(tmp_path, monkeypatch, CONFIG)
+
+
+def test_one_dag_per_source_without_import_errors(dagbag: tuple[DagBag, Path]) -> None:
+    bag, _ = dagbag
+    assert bag.import_errors == {}
+    assert sorted(bag.dag_ids) == ["lakeloader_billing_hourly", "lakeloader_shop_hourly"]
+
+
+def test_tasks_and_dependencies(dagbag: tuple[DagBag, Path]) -> None:
+    bag, _ = dagbag
+    for dag in bag.dags.values():
+        assert sorted(dag.task_ids) == ["apply", "land", "parse"]
+        land, parse, apply = (dag.get_task(t) for t in ("land", "parse", "apply"))
+        assert land.upstream_task_ids == set()
+        assert land.downstream_task_ids == {"parse"}
+        assert parse.downstream_task_ids == {"apply"}
+        assert apply.downstream_task_ids == set()
+        assert not isinstance(land, SparkSubmitOperator)
+        for task in (land, parse, apply):
+            assert task.doc_md and task.doc_md.strip()
+
+
+def test_spark_tasks_run_the_jobs_for_the_data_interval_hour(dagbag: tuple[DagBag, Path]) -> None:
+    bag, config = dagbag
+    dag = bag.dags["lakeloader_shop_hourly"]
+    for task_id in ("parse", "apply"):
+        task = dag.get_task(task_id)
+        assert isinstance(task, SparkSubmitOperator)
+        assert task.application == str(JOBS_DIR / f"{task_id}.py")
+        assert Path(task.application).is_absolute()
+        assert task.application_args == [
+            "--source",
+            "shop",
+            "--hour",
+            "{{ data_interval_start.strftime('%Y-%m-%dT%H') }}",
+            "--config",
+            str(config.resolve()),
+        ]
+        assert task.conf == {"spark.sql.session.timeZone": "UTC", "spark.ui.enabled": "false"}
+        assert task._conn_id == "spark_default"
+        assert task._verbose is False
+
+
+def test_schedule_covers_one_hour_per_run(dagbag: tuple[DagBag, Path]) -> None:
+    bag, _ = dagbag
+    for dag in bag.dags.values():
+        assert isinstance(dag.timetable, CronDataIntervalTimetable)
+        assert dag.timetable.expression == "0 * * * *"
+        core = coerce_to_core_timetable(dag.timetable)
+        interval = core.infer_manual_data_interval(run_after=pendulum.datetime(2026, 11, 21, 6, tz="UTC"))
+        assert interval.start == pendulum.datetime(2026, 11, 21, 5, tz="UTC")
+        assert interval.end - interval.start == timedelta(hours=1)
+        assert dag.catchup is False
+        assert dag.max_active_runs == 1
+
+
+def test_dag_settings_follow_the_source(dagbag: tuple[DagBag, Path]) -> None:
+    bag, _ = dagbag
+    shop, billing = bag.dags["lakeloader_shop_hourly"], bag.dags["lakeloader_billing_hourly"]
+    assert shop.start_date == datetime(2026, 11, 21, tzinfo=UTC)
+    assert shop.tags == {"lakeloader", "shop", "dataworks_json"}
+    assert billing.tags == {"lakeloader", "billing", "dataworks_json"}
+    assert all(task.retries == 3 for task in shop.tasks)
+    assert all(task.retries == 2 for task in billing.tasks)  # the config's default
+    assert all(task.retry_delay > timedelta(0) for task in shop.tasks)
+    for dag in (shop, billing):
+        assert dag.doc_md and "Rerunning an hour" in dag.doc_md
+    assert "s3://lake/silver/billing/" in billing.doc_md
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "expected"),
+    [
+        ("    format: dataworks_jsonn", ["(shop).format", "expected one of", "dataworks_jsonn"]),
+        ("    schedul: '0 * * * *'", ["(shop).schedul", "unknown key"]),
+    ],
+)
+def test_invalid_config_is_an_import_error_naming_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad_line: str, expected: list[str]
+) -> None:
+    config = "sources:\n  - name: shop\n    export_uri: e\n    lake_root: l\n" + bad_line + "\n"
+    if "format:" not in bad_line:
+        config += "    format: dataworks_json\n"
+    bag, _ = _dagbag(tmp_path, monkeypatch, config)
+    assert bag.dag_ids == []
+    assert len(bag.import_errors) == 1
+    [(path, message)] = bag.import_errors.items()
+    assert path.endswith("lakeloader_hourly.py")
+    assert "ConfigError" in message
+    for text in expected:
+        assert text in message
+
+
+def test_missing_config_file_is_an_import_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAKELOADER_CONFIG", str(tmp_path / "absent.yaml"))
+    bag = DagBag(dag_folder=str(DAGS_DIR), safe_mode=True)
+    assert bag.dag_ids == []
+    [message] = bag.import_errors.values()
+    assert "absent.yaml" in message
+    assert "not found" in message
+
+
+def test_dag_side_never_imports_pyspark() -> None:
+    probe = (
+        "import sys, lakeloader_airflow.dag_factory\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark')\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, timeout=120)
