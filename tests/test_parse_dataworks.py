@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+import lakeloader.generator
 from lakeloader.config import SourceConfig
 from lakeloader.land import land_hour
 from lakeloader.lines import read_numbered_lines
 from lakeloader.parse import classify, run_parse
 
-FIXTURES = Path(__file__).parent / "fixtures" / "dataworks"
+FIXTURES = Path(lakeloader.generator.__file__).parent / "seed_examples"
 PAIMON = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "peers" / "paimon" / "aliyun" / "table" / "event"
 HOUR = datetime(2026, 11, 21, 5, tzinfo=UTC)
 

@@ -60,6 +60,8 @@ QUARANTINE_SCHEMA = T.StructType(
     [
         T.StructField("source", T.StringType(), False),
         T.StructField("reason", T.StringType(), False),
+        T.StructField("db", T.StringType(), True),  # when the message got far enough to name them
+        T.StructField("table", T.StringType(), True),
         T.StructField("message", T.StringType(), True),
         T.StructField("origin_file", T.StringType(), False),
         T.StructField("origin_line", T.LongType(), False),

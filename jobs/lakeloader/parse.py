@@ -49,6 +49,8 @@ def quarantine_rows(classified: DataFrame) -> DataFrame:
     return classified.where(F.col(OUTCOME) == QUARANTINED).select(
         "source",
         F.col(REJECT_REASON).alias("reason"),
+        "db",
+        "table",
         F.col("text").alias("message"),
         "origin_file",
         "origin_line",
@@ -81,7 +83,7 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
 def _report(classified: DataFrame, source: str, hour_text: str, files: int) -> dict:
     """Counts by outcome, by table and by quarantine reason (small aggregates collected to the driver)."""
     by_outcome = {r[OUTCOME]: r["n"] for r in classified.groupBy(OUTCOME).agg(F.count("*").alias("n")).collect()}
-    by_table = classified.where(F.col(OUTCOME).isin(C.DATA, C.DDL)).groupBy("db", "table", OUTCOME).count().collect()
+    by_table = classified.where(F.col("table").isNotNull()).groupBy("db", "table", OUTCOME).count().collect()
     reasons = classified.where(F.col(OUTCOME) == QUARANTINED).groupBy(REJECT_REASON).count().collect()
     tables: dict[str, dict[str, int]] = {}
     for row in by_table:

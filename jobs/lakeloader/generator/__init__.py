@@ -1,0 +1,1 @@
+"""Sample and test data: DataWorks message writers, the demo export, the vendor documents' examples."""
