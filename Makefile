@@ -1,6 +1,6 @@
 # The two front-door commands are `make demo` and `make test`; both set up .venv from requirements.lock first.
 SHELL := /bin/bash
-PYTHON ?= python3.11
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.lock | cut -c1-12)

@@ -7,6 +7,7 @@ Object storage
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
@@ -159,3 +160,5 @@ def spark():
     session = spark_session("lakeloader-tests", master="local[2]")
     yield session
     session.stop()
+    # py4j logs "Closing down clientserver connection" from __del__ at exit, after pytest closed its streams
+    logging.getLogger("py4j").setLevel(logging.WARNING)

@@ -116,7 +116,7 @@ the hour from the run's *data interval start* to its *data interval end*.
 2. **parse** (Spark): turns the hour's landed files into the canonical change log in
    `{lake}/bronze/{source.name}/changes/…`; messages that cannot be read go to
    `{lake}/bronze/{source.name}/quarantine/…` with the reason.
-3. **apply** (Spark): orders the hour's changes, applies DDL, and merges inserts, updates and deletes
+3. **apply** (Spark): orders the hour's changes by sequence, removes duplicates, and merges inserts, updates and deletes
    into the silver Delta tables `{lake}/silver/{source.name}/<db>/<table>/`.
 
 ## Rerunning an hour
@@ -162,6 +162,6 @@ _APPLY_DOC = """\
 ### apply
 
 `spark-submit jobs/apply.py` for this run's hour: orders the hour's bronze changes per table, removes
-duplicates, applies DDL to the table schema at its point in the sequence, and merges the changes into the
+duplicates, keeps the last change per key, and merges the changes into the
 silver Delta tables. Prints a JSON summary line when it succeeds.
 """
