@@ -115,6 +115,7 @@ def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
             "event_time",
             "origin_file",
             "origin_line",
+            "origin_index",
             F.col("a.action").alias(E.ACTION),
             F.col("a.image").alias("image"),
             F.col("a.rank").alias("rank"),
@@ -122,7 +123,7 @@ def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
         .withColumn("key", key_of(F.col("image")))
     )
     latest_first = Window.partitionBy("db", "table", "key").orderBy(
-        *[F.col(c).desc() for c in ("seq", "seq2", "rank", "origin_file", "origin_line")]
+        *[F.col(c).desc() for c in ("seq", "seq2", "rank", "origin_file", "origin_line", "origin_index")]
     )
     return actions.withColumn("n", F.row_number().over(latest_first)).where("n = 1").drop("n", "rank")
 

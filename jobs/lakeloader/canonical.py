@@ -10,7 +10,8 @@ column's Spark SQL type. Canonical text is what `CAST(text AS <type>)` reads bac
 Parsers validate every value against its declared type; a value that does not convert sends the whole
 message to quarantine instead of silently becoming NULL.
 
-Ordering key: (seq, seq2) compared as numbers, then (origin_file, origin_line).
+Ordering key: (seq, seq2) compared as numbers, then (origin_file, origin_line, origin_index); origin_index
+numbers the rows of a message that carries several (Canal's `data` array), 0 otherwise.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ CHANGE_SCHEMA = T.StructType(
         T.StructField("event_time", T.TimestampType(), True),
         T.StructField("origin_file", T.StringType(), False),
         T.StructField("origin_line", T.LongType(), False),
+        T.StructField("origin_index", T.IntegerType(), False),
         T.StructField("batch_hour", T.StringType(), False),
     ]
 )

@@ -110,7 +110,8 @@ def as_canonical(frame: DataFrame, **columns: Column) -> DataFrame:
 
     Columns not given are NULL; the origin and batch columns come from the numbered lines.
     """
-    given = {name: F.col(name) for name in ("source", "origin_file", "origin_line", "batch_hour")} | columns
+    given = {name: F.col(name) for name in ("source", "origin_file", "origin_line", "batch_hour")}
+    given = given | {"origin_index": F.lit(0)} | columns
     selected = [
         given.get(field.name, F.lit(None)).cast(field.dataType).alias(field.name) for field in CHANGE_SCHEMA.fields
     ]
