@@ -27,6 +27,7 @@ UPDATE = "UPDATE"  # one message carrying both images
 UPDATE_BEFORE = "UPDATE_BEFORE"  # first half of a two-message update
 UPDATE_AFTER = "UPDATE_AFTER"  # second half of a two-message update (after-image only)
 DELETE = "DELETE"
+TRUNCATE = "TRUNCATE"  # a ddl-kind op: empties the table at its point in the sequence
 
 SEQ_TYPE = T.DecimalType(38, 0)
 

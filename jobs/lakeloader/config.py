@@ -48,6 +48,9 @@ class SourceConfig(_Strict):
     schedule: str = Field(default="0 * * * *", description="cron expression; each run covers one interval")
     start_date: str = Field(default="2026-01-01T00:00:00+00:00", description="first data interval start (ISO 8601)")
     retries: int = Field(default=2, ge=0)
+    tombstone_retention_hours: int = Field(
+        default=720, ge=1, description="how long a deleted key blocks older changes that arrive late"
+    )
     s3_endpoint_url: str | None = Field(default=None, description="S3-compatible endpoint (e.g. http://127.0.0.1:9000)")
 
     @field_validator("export_uri", "lake_root")

@@ -76,8 +76,9 @@ def silver_table_dir(source: str, db: str, table: str) -> str:
     return f"silver/{source}/{_path_safe(db)}/{_path_safe(table)}"
 
 
-def staging_dir(source: str, hour: datetime) -> str:
-    return f"work/{source}/apply/{hour_partition(hour)}"
+def tombstones_dir(source: str, db: str, table: str) -> str:
+    """Deleted keys of one silver table (see lakeloader.silver)."""
+    return f"state/{source}/{_path_safe(db)}/{_path_safe(table)}/tombstones"
 
 
 def _path_safe(name: str) -> str:

@@ -1,7 +1,8 @@
 """The table engine: the operations the apply job needs from a Delta table, whatever library performs them.
 
 Change sets arrive as Arrow tables holding the table's columns, the `_cdc_*` metadata columns and the
-action column `_cdc_action` ('upsert' or 'delete'), already reduced to one row per key.
+action column `_cdc_action` ('upsert' or 'delete'), already reduced to one row per key. A change set may
+also carry `_cdc_partial` (the row's image holds only some columns) and `_cdc_present` (which ones).
 """
 
 from __future__ import annotations
@@ -13,22 +14,19 @@ import pyarrow as pa
 
 ACTION = "_cdc_action"
 UPSERT, DELETE = "upsert", "delete"
+PARTIAL, PRESENT = "_cdc_partial", "_cdc_present"
 
 # Metadata columns on every silver row (documented in README "Silver tables").
 SEQ, SEQ2 = "_cdc_seq", "_cdc_seq2"
 OP, EVENT_TIME = "_cdc_op", "_cdc_event_time"
 SOURCE_FILE, SOURCE_LINE = "_cdc_source_file", "_cdc_source_line"
 LOADED_AT = "_cdc_loaded_at"
+# Only in tombstone tables: the action's rank (0 = first half of a two-message update), and when it was written.
+RANK, DELETED_AT = "_cdc_rank", "_cdc_deleted_at"
 
-METADATA_FIELDS = (
-    pa.field(SEQ, pa.decimal128(38, 0)),
-    pa.field(SEQ2, pa.decimal128(38, 0)),
-    pa.field(OP, pa.string()),
-    pa.field(EVENT_TIME, pa.timestamp("us", tz="UTC")),
-    pa.field(SOURCE_FILE, pa.string()),
-    pa.field(SOURCE_LINE, pa.int64()),
-    pa.field(LOADED_AT, pa.timestamp("us", tz="UTC")),
-)
+METADATA_COLUMNS = (SEQ, SEQ2, OP, EVENT_TIME, SOURCE_FILE, SOURCE_LINE, LOADED_AT)
+ORDERING_COLUMNS = (SEQ, SEQ2)
+STAGING_COLUMNS = (ACTION, PARTIAL, PRESENT)
 
 
 @dataclass(frozen=True)
@@ -45,16 +43,31 @@ class TableEngine(Protocol):
     def create(self, uri: str, schema: pa.Schema, properties: dict[str, str], commit_info: dict[str, str]) -> None: ...
 
     def properties(self, uri: str) -> dict[str, str]:
-        """Our own table properties (e.g. the primary key), as given to `create`."""
+        """Our own table properties (e.g. the primary key), as given to `create` or `set_properties`."""
         ...
+
+    def set_properties(self, uri: str, properties: dict[str, str], commit_info: dict[str, str]) -> None: ...
 
     def schema(self, uri: str) -> pa.Schema: ...
 
     def add_columns(self, uri: str, fields: list[pa.Field], commit_info: dict[str, str]) -> None: ...
 
     def merge(
-        self, uri: str, changes: pa.Table, key_columns: list[str], commit_info: dict[str, str]
-    ) -> MergeResult: ...
+        self,
+        uri: str,
+        changes: pa.Table,
+        key_columns: list[str],
+        order_columns: tuple[str, ...],
+        commit_info: dict[str, str],
+    ) -> MergeResult:
+        """Per key: a newer upsert updates or inserts, a newer delete deletes, anything else is ignored.
+
+        'Newer' compares `order_columns` lexicographically with the row's. Partial rows update only
+        their present columns.
+        """
+        ...
+
+    def delete_where(self, uri: str, predicate: str, commit_info: dict[str, str]) -> int: ...
 
     def read(self, uri: str) -> pa.Table: ...
 

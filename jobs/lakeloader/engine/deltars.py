@@ -9,10 +9,21 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, QueryBuilder
 from deltalake.exceptions import TableNotFoundError
+from deltalake.schema import Field
 
-from lakeloader.engine.base import ACTION, DELETE, SEQ, SEQ2, UPSERT, MergeResult
+from lakeloader.engine.base import (
+    ACTION,
+    DELETE,
+    METADATA_COLUMNS,
+    PARTIAL,
+    PRESENT,
+    STAGING_COLUMNS,
+    UPSERT,
+    MergeResult,
+)
 
 
 def quote(name: str) -> str:
@@ -20,7 +31,17 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-NEWER = f"(s.{quote(SEQ)} > t.{quote(SEQ)} OR (s.{quote(SEQ)} = t.{quote(SEQ)} AND s.{quote(SEQ2)} > t.{quote(SEQ2)}))"
+def literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def newer(order_columns: tuple[str, ...], source: str = "s", target: str = "t") -> str:
+    """SQL for 'the source row's ordering key is greater than the target row's' (lexicographic)."""
+    terms = []
+    for i, column in enumerate(order_columns):
+        equal_before = [f"{source}.{quote(c)} = {target}.{quote(c)}" for c in order_columns[:i]]
+        terms.append(" AND ".join([*equal_before, f"{source}.{quote(column)} > {target}.{quote(column)}"]))
+    return "(" + " OR ".join(f"({t})" for t in terms) + ")"
 
 
 class DeltaRsEngine:
@@ -55,39 +76,52 @@ class DeltaRsEngine:
         except ValueError:
             return {}
 
+    def set_properties(self, uri: str, properties: dict[str, str], commit_info: dict[str, str]) -> None:
+        merged = {**self.properties(uri), **properties}
+        self._table(uri).alter.set_table_description(
+            json.dumps(merged, sort_keys=True), commit_properties=CommitProperties(custom_metadata=commit_info)
+        )
+
     def schema(self, uri: str) -> pa.Schema:
         return pa.schema(self._table(uri).schema().to_arrow())
 
     def add_columns(self, uri: str, fields: list[pa.Field], commit_info: dict[str, str]) -> None:
-        from deltalake.schema import Field
-
         delta_fields = [Field.from_arrow(field) for field in fields]
         self._table(uri).alter.add_columns(
             delta_fields, commit_properties=CommitProperties(custom_metadata=commit_info)
         )
 
-    def merge(self, uri: str, changes: pa.Table, key_columns: list[str], commit_info: dict[str, str]) -> MergeResult:
-        """Apply one row per key: newer upserts update or insert, newer deletes delete; older ones do nothing.
-
-        'Newer' compares the ordering key (_cdc_seq, _cdc_seq2) with the row's, so replaying a batch, or
-        an older batch after a newer one, leaves the table as it is.
-        """
+    def merge(
+        self,
+        uri: str,
+        changes: pa.Table,
+        key_columns: list[str],
+        order_columns: tuple[str, ...],
+        commit_info: dict[str, str],
+    ) -> MergeResult:
         table = self._table(uri)
         columns = [name for name in table.schema().to_arrow().names if name in changes.column_names]
-        assignments = {quote(c): f"s.{quote(c)}" for c in columns}
+        has_partial = PARTIAL in changes.column_names and bool(pc.any(changes[PARTIAL]).as_py())
+        fixed = {*key_columns, *METADATA_COLUMNS}
+        updates = {quote(c): _assignment(c, has_partial and c not in fixed) for c in columns}
+        inserts = {quote(c): f"s.{quote(c)}" for c in columns}
         on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in key_columns)
         is_upsert, is_delete = f"s.{quote(ACTION)} = '{UPSERT}'", f"s.{quote(ACTION)} = '{DELETE}'"
+        is_newer = newer(order_columns)
+        source = changes.drop_columns([c for c in STAGING_COLUMNS if c in changes.column_names and c != ACTION])
+        if has_partial:
+            source = source.append_column(PARTIAL, changes[PARTIAL]).append_column(PRESENT, changes[PRESENT])
         metrics = (
             table.merge(
-                changes,
+                source,
                 predicate=on,
                 source_alias="s",
                 target_alias="t",
                 commit_properties=CommitProperties(custom_metadata=commit_info),
             )
-            .when_matched_delete(predicate=f"{is_delete} AND {NEWER}")
-            .when_matched_update(updates=assignments, predicate=f"{is_upsert} AND {NEWER}")
-            .when_not_matched_insert(updates=assignments, predicate=is_upsert)
+            .when_matched_delete(predicate=f"{is_delete} AND {is_newer}")
+            .when_matched_update(updates=updates, predicate=f"{is_upsert} AND {is_newer}")
+            .when_not_matched_insert(updates=inserts, predicate=is_upsert)
             .execute()
         )
         return MergeResult(
@@ -97,6 +131,10 @@ class DeltaRsEngine:
             version=self._table(uri).version(),
         )
 
+    def delete_where(self, uri: str, predicate: str, commit_info: dict[str, str]) -> int:
+        metrics = self._table(uri).delete(predicate, commit_properties=CommitProperties(custom_metadata=commit_info))
+        return int(metrics.get("num_deleted_rows", 0))
+
     def read(self, uri: str) -> pa.Table:
         table = pa.table(pa.RecordBatchReader.from_stream(self._table(uri).scan()))
         return table.cast(pa.schema([_plain(f) for f in table.schema]))
@@ -104,6 +142,16 @@ class DeltaRsEngine:
     def row_count(self, uri: str) -> int:
         query = QueryBuilder().register("t", self._table(uri))
         return int(pa.table(query.execute("SELECT count(*) AS n FROM t"))["n"][0].as_py())
+
+
+def _assignment(column: str, may_be_absent: bool) -> str:
+    """A partial row keeps the target's value for a column its image does not carry."""
+    if not may_be_absent:
+        return f"s.{quote(column)}"
+    return (
+        f"CASE WHEN s.{quote(PARTIAL)} AND NOT array_has(s.{quote(PRESENT)}, {literal(column)}) "
+        f"THEN t.{quote(column)} ELSE s.{quote(column)} END"
+    )
 
 
 def _plain(field: pa.Field) -> pa.Field:

@@ -1,0 +1,167 @@
+"""Order and deduplicate one batch of changes: the last action per (table, key), in Spark SQL.
+
+Each data change becomes key actions: an upsert of its after-image's key and/or a delete of its
+before-image's key (an update that moves a row to a new key does both). The first half of a two-message
+update (UPDATE_BEFORE) is a delete of rank 0, so its second half (same sequence, rank 1) overrides it.
+
+Per (table, key) the actions are ordered by (seq, seq2, rank, origin_file, origin_line, origin_index);
+the last one decides. Partial after-images (only the changed columns) are folded in order onto the
+image before them, so two partial updates of one key in a batch keep both changes; a partial image with
+no full image before it in the batch stays partial and is merged column by column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from lakeloader import canonical as C
+from lakeloader.engine import base as E
+
+BEFORE_HALF_RANK, DEFAULT_RANK = 0, 1
+ORDER = ("seq", "seq2", "rank", "origin_file", "origin_line", "origin_index")
+
+
+@dataclass(frozen=True)
+class TableShape:
+    """What the batch says about one table: its columns in order with Spark types, and its key."""
+
+    db: str
+    table: str
+    columns: list[tuple[str, str]]
+    key: list[str]
+
+    @property
+    def name(self) -> str:
+        return f"{self.db}.{self.table}"
+
+
+def table_shapes(data: DataFrame, key_overrides: dict[str, list[str]]) -> list[TableShape]:
+    """Columns (latest declared type, first-declared position) and key of every table in the batch.
+
+    Key precedence: `key_overrides` (configured or recorded keys), then the latest declared primary key,
+    then all columns (a table with no key at all).
+    """
+    order = F.struct("seq", "seq2")
+    columns = (
+        data.select("db", "table", order.alias("order"), F.posexplode("columns").alias("pos", "column"))
+        .groupBy("db", "table", F.col("column.name").alias("name"))
+        .agg(F.max_by("column.type", "order").alias("type"), F.min("pos").alias("pos"))
+        .collect()
+    )
+    keys = {
+        (r["db"], r["table"]): r["key"]
+        for r in data.groupBy("db", "table")
+        .agg(F.max_by("primary_key", F.when(F.col("primary_key").isNotNull(), order)).alias("key"))
+        .collect()
+    }
+    by_table: dict[tuple[str, str], list] = {}
+    for row in columns:
+        by_table.setdefault((row["db"], row["table"]), []).append(row)
+    shapes = []
+    for (db, table), rows in sorted(by_table.items()):
+        ordered = [(r["name"], r["type"]) for r in sorted(rows, key=lambda r: (r["pos"], r["name"]))]
+        key = key_overrides.get(f"{db}.{table}") or keys.get((db, table)) or [name for name, _ in ordered]
+        shapes.append(TableShape(db, table, ordered, list(key)))
+    return shapes
+
+
+def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
+    """One row per (db, table, key): the deciding action, its (folded) image and whether it is partial.
+
+    Columns: db, table, key, op, seq, seq2, rank, event_time, origin_file, origin_line, origin_index,
+    _cdc_action, image, partial.
+    """
+    key_columns = F.create_map(
+        *[item for s in shapes for item in (F.lit(s.name), F.array(*[F.lit(k) for k in s.key]))]
+    )[F.concat_ws(".", "db", "table")]
+
+    def key_of(image: Column) -> Column:
+        return F.transform(key_columns, lambda k: F.element_at(image, k))
+
+    def action(kind: str, image: str, rank: int, partial: Column) -> Column:
+        return F.struct(
+            F.lit(kind).alias("action"),
+            F.col(image).alias("image"),
+            F.lit(rank).alias("rank"),
+            partial.alias("partial"),
+        )
+
+    full, partial = F.lit(False), F.col("after_partial")
+    upsert, delete = action(E.UPSERT, "after", DEFAULT_RANK, partial), action(E.DELETE, "before", DEFAULT_RANK, full)
+    op = F.col("op")
+    expanded = (
+        F.when(op == C.INSERT, F.array(action(E.UPSERT, "after", DEFAULT_RANK, full)))
+        .when(op == C.UPDATE_AFTER, F.array(upsert))
+        .when((op == C.UPDATE) & (key_of(F.col("before")) == key_of(F.col("after"))), F.array(upsert))
+        .when(op == C.UPDATE, F.array(delete, upsert))
+        .when(op == C.UPDATE_BEFORE, F.array(action(E.DELETE, "before", BEFORE_HALF_RANK, full)))
+        .when(op == C.DELETE, F.array(delete))
+    )
+    actions = (
+        data.select("*", F.explode(expanded).alias("a"))
+        .select(
+            "db",
+            "table",
+            "op",
+            "seq",
+            "seq2",
+            "event_time",
+            "origin_file",
+            "origin_line",
+            "origin_index",
+            F.col("a.action").alias(E.ACTION),
+            F.col("a.image").alias("image"),
+            F.col("a.rank").alias("rank"),
+            F.col("a.partial").alias("partial"),
+        )
+        .withColumn("key", key_of(F.col("image")))
+    )
+    per_key = Window.partitionBy("db", "table", "key")
+    in_order = per_key.orderBy(*ORDER)
+    history = F.collect_list(F.struct(E.ACTION, "image", "partial")).over(
+        in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    )
+    last = actions.withColumn("n", F.row_number().over(in_order)).withColumn("count", F.count("*").over(per_key))
+    last = last.withColumn("history", history).where("n = count").drop("n", "count")
+    folded = F.aggregate(
+        "history", F.struct(F.lit(None).cast(C.IMAGE_TYPE).alias("image"), F.lit(True).alias("partial")), _fold_step
+    )
+    return last.withColumn("folded", folded).select(
+        "db",
+        "table",
+        "key",
+        "op",
+        "seq",
+        "seq2",
+        "rank",
+        "event_time",
+        "origin_file",
+        "origin_line",
+        "origin_index",
+        E.ACTION,
+        F.when(F.col(E.ACTION) == E.DELETE, F.col("image")).otherwise(F.col("folded.image")).alias("image"),
+        F.when(F.col(E.ACTION) == E.DELETE, F.lit(False)).otherwise(F.col("folded.partial")).alias("partial"),
+    )
+
+
+def _fold_step(state: Column, step: Column) -> Column:
+    """One action onto the running image: a delete clears it, a full image replaces it, a partial image
+    overlays its columns (the state stays partial until a full image is seen)."""
+    overlaid = F.map_concat(
+        F.map_filter(
+            F.coalesce(state["image"], F.create_map().cast(C.IMAGE_TYPE)),
+            lambda k, _: ~F.map_contains_key(step["image"], k),
+        ),
+        step["image"],
+    )
+    return (
+        F.when(
+            step[E.ACTION] == E.DELETE,
+            F.struct(F.lit(None).cast(C.IMAGE_TYPE).alias("image"), F.lit(True).alias("partial")),
+        )
+        .when(~step["partial"], F.struct(step["image"].alias("image"), F.lit(False).alias("partial")))
+        .otherwise(F.struct(overlaid.alias("image"), state["partial"].alias("partial")))
+    )
