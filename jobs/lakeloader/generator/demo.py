@@ -170,16 +170,13 @@ class TrafficGenerator:
                 lines += dw.delete(spec, self.seq, at, old)
         return lines
 
-    def split_into_files(self, hour: datetime, lines: list[str]) -> dict[str, list[str]]:
-        """Two partition files per hour, plus a few messages delivered twice and a few malformed lines.
-
-        Duplicates are re-delivered within their hour here; across hours, a duplicate of a change to a row
-        deleted since could resurrect it until deletes leave tombstones (the semantics issue).
-        """
+    def split_into_files(self, hour: datetime, lines: list[str], redelivered: list[str]) -> dict[str, list[str]]:
+        """Two partition files per hour, plus messages delivered again (from this hour and the one
+        before) and a few malformed lines."""
         files: dict[str, list[str]] = {"topic-0": [], "topic-1": []}
         for line in lines:
             files[self.random.choice(sorted(files))].append(line)
-        files["topic-1"] += self.random.sample(lines, k=min(20, len(lines)))
+        files["topic-1"] += self.random.sample(lines, k=min(10, len(lines))) + redelivered
         for bad in MALFORMED[: 1 + self.random.randrange(len(MALFORMED))]:
             target = files[self.random.choice(sorted(files))]
             target.insert(self.random.randrange(len(target) + 1), bad)
@@ -192,11 +189,13 @@ class TrafficGenerator:
 def write_demo_export(out: Path, first_hour: datetime, hours: int, changes_per_hour: int, seed: int) -> dict:
     """Write the export files and return the expected final state of every table."""
     generator = TrafficGenerator(seed, changes_per_hour)
+    redelivered: list[str] = []
     for index, hour in enumerate(zones.hour_range(first_hour, first_hour + timedelta(hours=hours - 1))):
         lines = generator.hour_messages(hour)
         if index == 0:
             lines = [*_seed_examples(), *lines]
-        files = generator.split_into_files(hour, lines)
+        files = generator.split_into_files(hour, lines, redelivered)
+        redelivered = generator.random.sample(lines, k=min(10, len(lines)))  # arrives again next hour
         for name, content in files.items():
             _write(out / name, content, hour + timedelta(minutes=59))
     expected = {
