@@ -205,15 +205,13 @@ def test_partial_images_update_only_the_columns_they_carry(tmp_path):
 def test_tombstones_expire_after_the_retention(tmp_path):
     engine, table = DeltaRsEngine(), writer_table(tmp_path)
     retention = timedelta(hours=2)
-    apply_change_set(
-        engine, table, change_set([{"id": 1, "a": "x", E.SEQ: 5, E.ACTION: "delete"}]), None, NOW, retention
-    )
+    apply_change_set(engine, table, change_set([{"id": 1, "a": "x", E.SEQ: 5, E.ACTION: "delete"}]), NOW, retention)
     late = change_set([{"id": 1, "a": "old", E.SEQ: 3, E.ACTION: "upsert"}])
-    result = apply_change_set(engine, table, late, None, NOW + timedelta(hours=1), retention)
+    result = apply_change_set(engine, table, late, NOW + timedelta(hours=1), retention)
     assert (result.stale_upserts, table_rows(table)) == (1, [])
-    apply_change_set(engine, table, change_set([]), None, NOW + timedelta(hours=3), retention)  # prunes
+    apply_change_set(engine, table, change_set([]), NOW + timedelta(hours=3), retention)  # prunes
     assert engine.row_count(table.tombstones_uri) == 0
-    apply_change_set(engine, table, late, None, NOW + timedelta(hours=4), retention)
+    apply_change_set(engine, table, late, NOW + timedelta(hours=4), retention)
     assert table_rows(table) == [(1, "old", None)]  # documented limit: after the retention, late data lands
 
 

@@ -5,19 +5,24 @@
 3. Write each table's change set with `lakeloader.silver`: truncation, tombstones, then a merge in which
    an action applies only when its ordering key is newer than the row's, so replays and out-of-order
    hours leave tables as they are.
+DDL takes effect at its place in the sequence: a table's changes are split into segments at its DDL
+messages, and segment i is merged before DDL i is performed (`lakeloader.ddl`). Changes to a table
+renamed in this batch are grouped with its old name, so they continue the same silver table.
 
-Collected to the driver: table shapes (column names and types), TRUNCATE marks and, one table at a
-time, that table's deduplicated change set as Arrow (what delta-rs merges).
-See docs/semantics.md for the rules.
+Collected to the driver: table shapes (column names and types), the batch's DDL messages and, one table
+segment at a time, its deduplicated change set as Arrow (what delta-rs merges).
+See docs/semantics.md and docs/ddl.md for the rules.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -25,11 +30,14 @@ from pyspark.sql import functions as F
 from lakeloader import canonical as C
 from lakeloader import zones
 from lakeloader.config import SourceConfig
+from lakeloader.ddl import changes as D
+from lakeloader.ddl import statements as S
+from lakeloader.ddl.events import DdlEvent, ddl_events, record_history
 from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.ordering import TableShape, key_actions, table_shapes
-from lakeloader.silver import SilverTable, apply_change_set, recorded_key, truncate
+from lakeloader.silver import SilverTable, apply_change_set, recorded_key
 from lakeloader.storage import Store, delta_storage_options, open_store, spark_path
 
 
@@ -38,15 +46,16 @@ def read_bronze(spark: SparkSession, lake: Store, source: str, hour: datetime) -
 
 
 def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime) -> DataFrame:
-    """One table's actions with its columns typed from canonical text, the _cdc_* metadata, and the
-    staging columns the writer needs (action, rank, partial, present columns)."""
+    """One table segment's actions with its columns typed from canonical text, the _cdc_* metadata, and
+    the staging columns the writer needs (action, rank, partial, present columns)."""
 
     def typed(name: str, spark_type: str) -> Column:
         text = F.element_at("image", F.lit(name))
         value = F.unbase64(text) if spark_type == "binary" else text.try_cast(spark_type)
         return value.alias(name)
 
-    return actions.where((F.col("db") == shape.db) & (F.col("table") == shape.table)).select(
+    selected = (F.col("db") == shape.db) & (F.col("table") == shape.table) & (F.col("segment") == shape.segment)
+    return actions.where(selected).select(
         *[typed(name, spark_type) for name, spark_type in shape.columns],
         F.col("seq").alias(E.SEQ),
         F.col("seq2").alias(E.SEQ2),
@@ -69,7 +78,7 @@ def run_apply(
     lake: Store | None = None,
     engine: TableEngine | None = None,
 ) -> dict:
-    """Merge the hour's bronze changes into silver; returns (and records) per-table counts."""
+    """Merge the hour's bronze changes and DDL into silver; returns (and records) per-table counts."""
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
     engine = engine or DeltaRsEngine(delta_storage_options(source.lake_root, source.s3_endpoint_url))
     hour_text = zones.format_hour(hour)
@@ -77,44 +86,170 @@ def run_apply(
     commit_info = {"lakeloader.source": source.name, "lakeloader.hour": hour_text, "lakeloader.step": "apply"}
 
     bronze = read_bronze(spark, lake, source.name, hour)
-    data = bronze.where(F.col("kind") == C.DATA)
+    events = [e for e in ddl_events(bronze, source.source_dialect) if source.includes(e.db, e.table)]
+    identities = renamed_identities(events)
+    events_by_table = _events_by_table(events, identities)
+    data = with_segments(with_identities(bronze.where(F.col("kind") == C.DATA), identities), events_by_table)
     configured = {name: list(key) for name, key in source.primary_keys.items()}
     shapes = [_keyed(engine, lake, source.name, shape, configured) for shape in table_shapes(data, configured)]
-    truncations = truncate_marks(bronze)
     changes_per_table = {(r["db"], r["table"]): r["count"] for r in data.groupBy("db", "table").count().collect()}
     actions = key_actions(data, shapes).persist(StorageLevel.MEMORY_AND_DISK) if shapes else None
-    retention = timedelta(hours=source.tombstone_retention_hours)
+    batch = _Batch(engine, lake, source, commit_info, loaded_at, actions)
     tables: dict[str, dict] = {}
-    for name in sorted(set(truncations) - {shape.name for shape in shapes}):  # a TRUNCATE without data
-        db, table_name = name.split(".", 1)
-        uri = lake.child(zones.silver_table_dir(source.name, db, table_name))
-        if engine.exists(uri):
-            table = SilverTable(uri, "", recorded_key(engine, uri) or [], commit_info)
-            tables[name] = {"changes": 0, "actions": 0, "truncated": truncate(engine, table, truncations[name])}
     try:
-        for shape in shapes:
-            table = SilverTable(
-                silver_uri(lake, source.name, shape),
-                lake.child(zones.tombstones_dir(source.name, shape.db, shape.table)),
-                shape.key,
-                commit_info,
-            )
-            change_set = typed_change_set(actions, shape, loaded_at).toArrow()
-            result = apply_change_set(engine, table, change_set, truncations.get(shape.name), loaded_at, retention)
-            tables[shape.name] = {
-                "changes": changes_per_table[(shape.db, shape.table)],
-                "actions": change_set.num_rows,
-                **{k: v for k, v in asdict(result).items() if k != "version"},
-                "rows": engine.row_count(table.uri),
-                "version": result.version,
-                "uri": table.uri,
-            }
+        for name in sorted({s.name for s in shapes} | set(events_by_table)):
+            table_shapes_ = {s.segment: s for s in shapes if s.name == name}
+            counts = batch.apply_table(name, table_shapes_, events_by_table.get(name, []))
+            db, table = name.split(".", 1)
+            tables[name] = {"changes": changes_per_table.get((db, table), 0), **counts}
     finally:
         if actions is not None:
             actions.unpersist()
-    report = {"source": source.name, "hour": hour_text, "tables": tables}
+        history_uri = lake.child(zones.schema_history_dir(source.name))
+        record_history(engine, history_uri, [e for e in events if e.status], hour_text, loaded_at, commit_info)
+    report = {
+        "source": source.name,
+        "hour": hour_text,
+        "tables": tables,
+        "ddl": {status: sum(e.status == status for e in events) for status in sorted({e.status for e in events})},
+    }
     lake.write_bytes(zones.run_report_key(source.name, hour, "apply"), json.dumps(report, indent=1).encode())
     return report
+
+
+class _Batch:
+    """Writes one batch, table by table: segments of changes interleaved with the table's DDL."""
+
+    def __init__(self, engine, lake, source, commit_info, loaded_at, actions) -> None:
+        self.engine, self.lake, self.source = engine, lake, source
+        self.commit_info, self.loaded_at, self.actions = commit_info, loaded_at, actions
+        self.retention = timedelta(hours=source.tombstone_retention_hours)
+
+    def apply_table(self, name: str, shapes: dict[int, TableShape], events: list[DdlEvent]) -> dict:
+        db, table = name.split(".", 1)
+        location = D.TableLocation(self.source.name, db, table)
+        totals: dict[str, int] = {}
+        for segment in range(len(events) + 1):
+            if segment in shapes:
+                for key, value in self._write_segment(location, shapes[segment]).items():
+                    totals[key] = totals.get(key, 0) + value
+            if segment < len(events):
+                self._perform(location, events[segment])
+        uri = self.lake.child(location.silver_key())
+        exists = self.engine.exists(uri)
+        return {
+            **totals,
+            "rows": self.engine.row_count(uri) if exists else 0,
+            "uri": uri,
+            "version": self.engine.version(uri) if exists else None,
+        }
+
+    def _write_segment(self, location: D.TableLocation, shape: TableShape) -> dict[str, int]:
+        table = SilverTable(
+            self.lake.child(location.silver_key()),
+            self.lake.child(location.tombstones_key()),
+            shape.key,
+            self.commit_info,
+        )
+        change_set = typed_change_set(self.actions, shape, self.loaded_at).toArrow()
+        mark = D.schema_mark(self.engine, table.uri)
+        add_columns = self.source.auto_add_columns and (mark is None or _newest(change_set) > mark)
+        result = apply_change_set(self.engine, table, change_set, self.loaded_at, self.retention, add_columns)
+        return {"actions": change_set.num_rows, **{k: v for k, v in asdict(result).items() if k != "version"}}
+
+    def _perform(self, location: D.TableLocation, event: DdlEvent) -> None:
+        """Perform one DDL message under the source's policy; its outcome goes to the schema history."""
+        try:
+            if isinstance(event.statement, S.Unsupported):
+                raise D.UnsupportedOperation(event.statement.reason)
+            outcome = D.perform(self.engine, self.lake, location, event.statement, event.position[:2], self.commit_info)
+            event.status, event.detail = outcome.status, outcome.detail
+        except D.UnsupportedOperation as unsupported:
+            event.detail = str(unsupported)
+            if self.source.ddl_policy == "fail":
+                event.status = D.FAILED
+                raise D.DdlPolicyError(
+                    f"unsupported DDL for {event.name} at {event.origin_file}:{event.origin_line}: {unsupported} "
+                    f"(ddl_policy is 'fail'; set it to 'skip' or 'skip_and_alert' to continue past it)"
+                ) from None
+            event.status = D.SKIPPED
+            if self.source.ddl_policy == "skip_and_alert":
+                log.warning("skipped DDL for %s (%s): %s | %s", event.name, event.origin_file, unsupported, event.text)
+        uri = self.lake.child(location.silver_key())
+        event.schema_version = self.engine.version(uri) if self.engine.exists(uri) else None
+
+
+log = logging.getLogger(__name__)
+
+
+def _newest(change_set: pa.Table) -> tuple[Decimal, Decimal]:
+    if change_set.num_rows == 0:
+        return (Decimal(-(10**37)), Decimal(0))
+    newest = change_set.sort_by([(E.SEQ, "descending"), (E.SEQ2, "descending")]).slice(0, 1).to_pylist()[0]
+    return (newest[E.SEQ], newest[E.SEQ2])
+
+
+def renamed_identities(events: list[DdlEvent]) -> dict[str, str]:
+    """'db.table' names that a RENAME in this batch gave to a table -> the table's name before the batch."""
+    identities: dict[str, str] = {}
+    for event in events:
+        if isinstance(event.statement, S.Statement):
+            for op in event.statement.operations:
+                if isinstance(op, S.RenameTable):
+                    new = f"{op.new.db or event.db}.{op.new.table}"
+                    identities[new] = identities.get(event.name, event.name)
+    return identities
+
+
+def _events_by_table(events: list[DdlEvent], identities: dict[str, str]) -> dict[str, list[DdlEvent]]:
+    by_table: dict[str, list[DdlEvent]] = {}
+    for event in events:
+        if event.seq is None or not event.table:
+            event.status, event.detail = D.SKIPPED, _reason(event)
+            continue
+        by_table.setdefault(identities.get(event.name, event.name), []).append(event)
+    return by_table
+
+
+def _reason(event: DdlEvent) -> str:
+    return event.statement.reason if isinstance(event.statement, S.Unsupported) else "database-level statement"
+
+
+def with_identities(data: DataFrame, identities: dict[str, str]) -> DataFrame:
+    """Changes to a table renamed in this batch, under the name it had before (they continue its table)."""
+    if not identities:
+        return data
+    lookup = F.create_map(*[F.lit(x) for pair in identities.items() for x in pair])[F.concat_ws(".", "db", "table")]
+    renamed_db, renamed_table = F.substring_index(lookup, ".", 1), F.regexp_extract(lookup, r"^[^.]*\.(.*)$", 1)
+    return data.withColumn("db", F.coalesce(renamed_db, "db")).withColumn("table", F.coalesce(renamed_table, "table"))
+
+
+def with_segments(data: DataFrame, events_by_table: dict[str, list[DdlEvent]]) -> DataFrame:
+    """Adds `segment`: how many of its table's DDL messages precede the change in the sequence."""
+    if not events_by_table:
+        return data.withColumn("segment", F.lit(0))
+    position = F.struct(
+        F.col("seq").cast(C.SEQ_TYPE),
+        F.col("seq2").cast(C.SEQ_TYPE),
+        "origin_file",
+        F.col("origin_line").cast("long"),
+        F.col("origin_index").cast("int"),
+    )
+
+    def literal(event: DdlEvent) -> Column:
+        return F.struct(
+            F.lit(event.seq).cast(C.SEQ_TYPE),
+            F.lit(event.seq2).cast(C.SEQ_TYPE),
+            F.lit(event.origin_file),
+            F.lit(event.origin_line).cast("long"),
+            F.lit(event.origin_index).cast("int"),
+        )
+
+    boundaries = F.create_map(
+        *[item for name, events in events_by_table.items() for item in (F.lit(name), F.array(*map(literal, events)))]
+    )[F.concat_ws(".", "db", "table")]
+    before = F.size(F.filter(boundaries, lambda b: b < position))
+    return data.withColumn("segment", F.when(boundaries.isNull(), F.lit(0)).otherwise(before))
 
 
 def silver_uri(lake: Store, source: str, shape: TableShape) -> str:
@@ -126,14 +261,3 @@ def _keyed(engine: TableEngine, lake: Store, source: str, shape: TableShape, con
     if shape.name in configured:
         return shape
     return replace(shape, key=recorded_key(engine, silver_uri(lake, source, shape)) or shape.key)
-
-
-def truncate_marks(bronze: DataFrame) -> dict[str, tuple[Decimal, Decimal]]:
-    """The latest TRUNCATE's ordering key per table in the batch (a small collect)."""
-    rows = (
-        bronze.where((F.col("op") == C.TRUNCATE) & F.col("seq").isNotNull())
-        .groupBy("db", "table")
-        .agg(F.max(F.struct("seq", "seq2")).alias("mark"))
-        .collect()
-    )
-    return {f"{r['db']}.{r['table']}": (r["mark"]["seq"], r["mark"]["seq2"]) for r in rows}

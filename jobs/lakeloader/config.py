@@ -51,6 +51,13 @@ class SourceConfig(_Strict):
     tombstone_retention_hours: int = Field(
         default=720, ge=1, description="how long a deleted key blocks older changes that arrive late"
     )
+    source_dialect: Literal["mysql", "oracle", "oceanbase", "oceanbase_oracle"] = Field(
+        default="mysql", description="SQL dialect of the source's DDL text"
+    )
+    ddl_policy: Literal["fail", "skip", "skip_and_alert"] = Field(
+        default="skip_and_alert", description="what to do with DDL that cannot be parsed or performed"
+    )
+    auto_add_columns: bool = Field(default=True, description="add columns that appear in the data without any DDL")
     s3_endpoint_url: str | None = Field(default=None, description="S3-compatible endpoint (e.g. http://127.0.0.1:9000)")
 
     @field_validator("export_uri", "lake_root")

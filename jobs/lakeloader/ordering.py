@@ -32,6 +32,7 @@ class TableShape:
     table: str
     columns: list[tuple[str, str]]
     key: list[str]
+    segment: int = 0  # the part of the table's batch between two of its DDL statements
 
     @property
     def name(self) -> str:
@@ -39,15 +40,17 @@ class TableShape:
 
 
 def table_shapes(data: DataFrame, key_overrides: dict[str, list[str]]) -> list[TableShape]:
-    """Columns (latest declared type, first-declared position) and key of every table in the batch.
+    """Columns (latest declared type, first-declared position) and key of every table and segment in
+    the batch (`data` has a `segment` column; see lakeloader.apply).
 
-    Key precedence: `key_overrides` (configured or recorded keys), then the latest declared primary key,
-    then all columns (a table with no key at all).
+    Key precedence: `key_overrides` (configured or recorded keys), then the table's latest declared
+    primary key, then all columns (a table with no key at all).
     """
     order = F.struct("seq", "seq2")
+    group = ["db", "table", "segment"]
     columns = (
-        data.select("db", "table", order.alias("order"), F.posexplode("columns").alias("pos", "column"))
-        .groupBy("db", "table", F.col("column.name").alias("name"))
+        data.select(*group, order.alias("order"), F.posexplode("columns").alias("pos", "column"))
+        .groupBy(*group, F.col("column.name").alias("name"))
         .agg(F.max_by("column.type", "order").alias("type"), F.min("pos").alias("pos"))
         .collect()
     )
@@ -57,25 +60,26 @@ def table_shapes(data: DataFrame, key_overrides: dict[str, list[str]]) -> list[T
         .agg(F.max_by("primary_key", F.when(F.col("primary_key").isNotNull(), order)).alias("key"))
         .collect()
     }
-    by_table: dict[tuple[str, str], list] = {}
+    by_segment: dict[tuple[str, str, int], list] = {}
     for row in columns:
-        by_table.setdefault((row["db"], row["table"]), []).append(row)
+        by_segment.setdefault((row["db"], row["table"], row["segment"]), []).append(row)
     shapes = []
-    for (db, table), rows in sorted(by_table.items()):
+    for (db, table, segment), rows in sorted(by_segment.items()):
         ordered = [(r["name"], r["type"]) for r in sorted(rows, key=lambda r: (r["pos"], r["name"]))]
         key = key_overrides.get(f"{db}.{table}") or keys.get((db, table)) or [name for name, _ in ordered]
-        shapes.append(TableShape(db, table, ordered, list(key)))
+        shapes.append(TableShape(db, table, ordered, list(key), segment))
     return shapes
 
 
 def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
-    """One row per (db, table, key): the deciding action, its (folded) image and whether it is partial.
+    """One row per (db, table, segment, key): the deciding action, its (folded) image, whether partial.
 
-    Columns: db, table, key, op, seq, seq2, rank, event_time, origin_file, origin_line, origin_index,
-    _cdc_action, image, partial.
+    Columns: db, table, segment, key, op, seq, seq2, rank, event_time, origin_file, origin_line,
+    origin_index, _cdc_action, image, partial.
     """
+    keys = {s.name: s.key for s in shapes}  # one key per table, whatever its segments
     key_columns = F.create_map(
-        *[item for s in shapes for item in (F.lit(s.name), F.array(*[F.lit(k) for k in s.key]))]
+        *[item for name, key in keys.items() for item in (F.lit(name), F.array(*[F.lit(k) for k in key]))]
     )[F.concat_ws(".", "db", "table")]
 
     def key_of(image: Column) -> Column:
@@ -105,6 +109,7 @@ def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
         .select(
             "db",
             "table",
+            "segment",
             "op",
             "seq",
             "seq2",
@@ -119,7 +124,7 @@ def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
         )
         .withColumn("key", key_of(F.col("image")))
     )
-    per_key = Window.partitionBy("db", "table", "key")
+    per_key = Window.partitionBy("db", "table", "segment", "key")
     in_order = per_key.orderBy(*ORDER)
     history = F.collect_list(F.struct(E.ACTION, "image", "partial")).over(
         in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
@@ -132,6 +137,7 @@ def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
     return last.withColumn("folded", folded).select(
         "db",
         "table",
+        "segment",
         "key",
         "op",
         "seq",

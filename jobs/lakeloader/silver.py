@@ -43,7 +43,6 @@ class ApplyResult:
     inserted: int
     updated: int
     deleted: int
-    truncated: int
     stale_upserts: int
     older_than_truncation: int
     version: int
@@ -61,14 +60,15 @@ def apply_change_set(
     engine: TableEngine,
     table: SilverTable,
     change_set: pa.Table,
-    truncate_at: tuple[Decimal, Decimal] | None,
     loaded_at: datetime,
     retention: timedelta,
+    add_columns: bool = True,
 ) -> ApplyResult:
-    """Truncate if the batch says so, drop what is older than the truncation or a tombstone, merge, then
-    record the batch's deletes as tombstones and forget tombstones past their retention."""
-    _ensure_table(engine, table, change_set)
-    truncated = truncate(engine, table, truncate_at) if truncate_at is not None else 0
+    """Drop what is older than the table's truncation mark or a tombstone, merge, then record the
+    batch's deletes as tombstones and forget tombstones past their retention.
+
+    New columns in the change set are added to the table when `add_columns`, else left out."""
+    change_set = _ensure_table(engine, table, change_set, add_columns)
     mark = _truncation_mark(engine, table.uri)
     before = change_set.num_rows
     if mark is not None:
@@ -82,9 +82,7 @@ def apply_change_set(
     if engine.exists(table.tombstones_uri):
         expired = (loaded_at - retention).isoformat()
         engine.delete_where(table.tombstones_uri, f"{quote(E.DELETED_AT)} < '{expired}'", table.commit_info)
-    return ApplyResult(
-        result.inserted, result.updated, result.deleted, truncated, stale, older_than_truncation, result.version
-    )
+    return ApplyResult(result.inserted, result.updated, result.deleted, stale, older_than_truncation, result.version)
 
 
 def truncate(engine: TableEngine, table: SilverTable, mark: tuple[Decimal, Decimal]) -> int:
@@ -97,16 +95,19 @@ def truncate(engine: TableEngine, table: SilverTable, mark: tuple[Decimal, Decim
     return deleted
 
 
-def _ensure_table(engine: TableEngine, table: SilverTable, change_set: pa.Table) -> None:
-    """Create the table on first sight with the change set's columns; add columns it lacks."""
+def _ensure_table(engine: TableEngine, table: SilverTable, change_set: pa.Table, add_columns: bool) -> pa.Table:
+    """Create the table on first sight with the change set's columns; add (or leave out) columns it lacks."""
     data_schema = pa.schema([f for f in change_set.schema if f.name not in (*E.STAGING_COLUMNS, E.RANK)])
     if not engine.exists(table.uri):
         engine.create(table.uri, data_schema, {KEY_PROPERTY: json.dumps(table.key)}, table.commit_info)
-        return
+        return change_set
     existing = engine.schema(table.uri)
     missing = [f for f in data_schema if f.name not in existing.names]
-    if missing:
+    if missing and add_columns:
         engine.add_columns(table.uri, missing, table.commit_info)
+    elif missing:
+        change_set = change_set.drop_columns([f.name for f in missing])
+    return change_set
 
 
 def _truncation_mark(engine: TableEngine, uri: str) -> tuple[Decimal, Decimal] | None:

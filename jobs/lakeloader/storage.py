@@ -42,6 +42,10 @@ class Store(Protocol):
 
     def child(self, key: str) -> str: ...
 
+    def move_tree(self, prefix: str, new_prefix: str) -> None:
+        """Move every object under `prefix/` to `new_prefix/` (rare: renamed or archived tables)."""
+        ...
+
 
 class LocalStore:
     """A directory; writes are atomic (temporary file, then rename)."""
@@ -82,6 +86,11 @@ class LocalStore:
 
     def child(self, key: str) -> str:
         return str(self.root / key)
+
+    def move_tree(self, prefix: str, new_prefix: str) -> None:
+        target = self.root / new_prefix
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(self.root / prefix, target)
 
     def _atomic(self, key: str) -> _AtomicFile:
         return _AtomicFile(self.root / key)
@@ -159,6 +168,17 @@ class S3Store:
 
     def child(self, key: str) -> str:
         return f"{self.uri}/{key}"
+
+    def move_tree(self, prefix: str, new_prefix: str) -> None:
+        source = prefix.rstrip("/") + "/"
+        for item in list(self.list(source)):
+            new_key = new_prefix.rstrip("/") + "/" + item.key[len(source) :]
+            self.client.copy_object(
+                Bucket=self.bucket,
+                Key=self._key(new_key),
+                CopySource={"Bucket": self.bucket, "Key": self._key(item.key)},
+            )
+            self.client.delete_object(Bucket=self.bucket, Key=self._key(item.key))
 
 
 def open_store(uri: str, endpoint_url: str | None = None) -> Store:

@@ -76,6 +76,11 @@ def silver_table_dir(source: str, db: str, table: str) -> str:
     return f"silver/{source}/{_path_safe(db)}/{_path_safe(table)}"
 
 
+def schema_history_dir(source: str) -> str:
+    """Every DDL message seen and what was done with it (a Delta table)."""
+    return f"audit/{source}/schema_history"
+
+
 def tombstones_dir(source: str, db: str, table: str) -> str:
     """Deleted keys of one silver table (see lakeloader.silver)."""
     return f"state/{source}/{_path_safe(db)}/{_path_safe(table)}/tombstones"

@@ -7,6 +7,7 @@ also carry `_cdc_partial` (the row's image holds only some columns) and `_cdc_pr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -69,6 +70,15 @@ class TableEngine(Protocol):
 
     def delete_where(self, uri: str, predicate: str, commit_info: dict[str, str]) -> int: ...
 
+    def rewrite(
+        self, uri: str, schema: pa.Schema, transform: Callable[[pa.Table], pa.Table], commit_info: dict[str, str]
+    ) -> None:
+        """Replace the table's schema and rows by `transform` applied to its rows, batch by batch (for
+        schema changes Delta cannot express in place: drop, rename, retype a column)."""
+        ...
+
     def read(self, uri: str) -> pa.Table: ...
+
+    def version(self, uri: str) -> int: ...
 
     def row_count(self, uri: str) -> int: ...

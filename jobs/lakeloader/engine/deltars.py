@@ -7,10 +7,11 @@ column mapping (see ENVIRONMENT.md).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import CommitProperties, DeltaTable, QueryBuilder
+from deltalake import CommitProperties, DeltaTable, QueryBuilder, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 from deltalake.schema import Field
 
@@ -135,9 +136,26 @@ class DeltaRsEngine:
         metrics = self._table(uri).delete(predicate, commit_properties=CommitProperties(custom_metadata=commit_info))
         return int(metrics.get("num_deleted_rows", 0))
 
+    def rewrite(
+        self, uri: str, schema: pa.Schema, transform: Callable[[pa.Table], pa.Table], commit_info: dict[str, str]
+    ) -> None:
+        source = pa.RecordBatchReader.from_stream(self._table(uri).scan())
+        batches = (b for batch in source for b in transform(pa.Table.from_batches([batch])).cast(schema).to_batches())
+        write_deltalake(
+            uri,
+            pa.RecordBatchReader.from_batches(schema, batches),
+            mode="overwrite",
+            schema_mode="overwrite",
+            storage_options=self.storage_options,
+            commit_properties=CommitProperties(custom_metadata=commit_info),
+        )
+
     def read(self, uri: str) -> pa.Table:
         table = pa.table(pa.RecordBatchReader.from_stream(self._table(uri).scan()))
         return table.cast(pa.schema([_plain(f) for f in table.schema]))
+
+    def version(self, uri: str) -> int:
+        return self._table(uri).version()
 
     def row_count(self, uri: str) -> int:
         query = QueryBuilder().register("t", self._table(uri))
