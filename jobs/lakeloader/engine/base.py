@@ -25,7 +25,16 @@ LOADED_AT = "_cdc_loaded_at"
 # Only in tombstone tables: the action's rank (0 = first half of a two-message update), and when it was written.
 RANK, DELETED_AT = "_cdc_rank", "_cdc_deleted_at"
 
-METADATA_COLUMNS = (SEQ, SEQ2, OP, EVENT_TIME, SOURCE_FILE, SOURCE_LINE, LOADED_AT)
+METADATA_FIELDS = (
+    pa.field(SEQ, pa.decimal128(38, 0)),
+    pa.field(SEQ2, pa.decimal128(38, 0)),
+    pa.field(OP, pa.string()),
+    pa.field(EVENT_TIME, pa.timestamp("us", tz="UTC")),
+    pa.field(SOURCE_FILE, pa.string()),
+    pa.field(SOURCE_LINE, pa.int64()),
+    pa.field(LOADED_AT, pa.timestamp("us", tz="UTC")),
+)
+METADATA_COLUMNS = tuple(f.name for f in METADATA_FIELDS)
 ORDERING_COLUMNS = (SEQ, SEQ2)
 STAGING_COLUMNS = (ACTION, PARTIAL, PRESENT)
 

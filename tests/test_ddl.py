@@ -1,0 +1,349 @@
+"""DDL text: parsed into operations (never executed), performed at its place in the table's sequence."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lakeloader import zones
+from lakeloader.apply import run_apply
+from lakeloader.config import SourceConfig
+from lakeloader.ddl import statements as S
+from lakeloader.ddl.changes import DdlPolicyError
+from lakeloader.ddl.statements import parse_ddl
+from lakeloader.engine.deltars import DeltaRsEngine
+from lakeloader.generator import dataworks as dw
+from lakeloader.land import land_hour
+from lakeloader.parse import run_parse
+from lakeloader.runner import run_hours
+
+H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
+H6 = H5 + timedelta(hours=1)
+AT = datetime(2026, 11, 21, 5, 30, tzinfo=UTC)
+CORPUS = Path(__file__).parent / "fixtures" / "ddl" / "corpus.sql"
+
+
+def spec(*columns: tuple[str, str], table: str = "items") -> dw.TableSpec:
+    return dw.TableSpec("shop", table, (("id", "LONG"), *columns), ("id",))
+
+
+V1 = spec(("name", "STRING"), ("qty", "LONG"))
+
+
+@pytest.mark.parametrize(
+    ("dialect", "text", "expected"),
+    [
+        (
+            "mysql",
+            "/* Query from DMS-WEBSQL-0-Qid_1 */ ALTER TABLE `shop`.`items` ADD COLUMN `price` DECIMAL(10,2) "
+            "DEFAULT 5 COMMENT 'p' AFTER `id`, ADD COLUMN note VARCHAR(20) FIRST",
+            S.Statement(
+                S.TableName("shop", "items"),
+                (S.AddColumns((S.Column("price", "decimal(10,2)", "5"),)), S.AddColumns((S.Column("note", "string"),))),
+            ),
+        ),
+        (
+            "oracle",
+            'ALTER TABLE "SHOP"."ITEMS" ADD ("PRICE" NUMBER(10,2), "N" NUMBER(5))',
+            S.Statement(
+                S.TableName("SHOP", "ITEMS"),
+                (S.AddColumns((S.Column("PRICE", "decimal(10,2)"), S.Column("N", "bigint"))),),
+            ),
+        ),
+        (
+            "mysql",
+            "ALTER TABLE items DROP COLUMN a, DROP b",
+            S.Statement(S.TableName(None, "items"), (S.DropColumns(("a",)), S.DropColumns(("b",)))),
+        ),
+        (
+            "oracle",
+            "ALTER TABLE ITEMS DROP COLUMN A",
+            S.Statement(S.TableName(None, "ITEMS"), (S.DropColumns(("A",)),)),
+        ),
+        (
+            "mysql",
+            "ALTER TABLE items RENAME COLUMN a TO b",
+            S.Statement(S.TableName(None, "items"), (S.RenameColumn("a", "b"),)),
+        ),
+        (
+            "oracle",
+            "ALTER TABLE ITEMS RENAME COLUMN A TO B",
+            S.Statement(S.TableName(None, "ITEMS"), (S.RenameColumn("A", "B"),)),
+        ),
+        (
+            "mysql",
+            "ALTER TABLE items CHANGE a b BIGINT",
+            S.Statement(S.TableName(None, "items"), (S.ChangeColumnType("b", "bigint", "a"),)),
+        ),
+        (
+            "mysql",
+            "ALTER TABLE items MODIFY COLUMN qty BIGINT NOT NULL",
+            S.Statement(S.TableName(None, "items"), (S.ChangeColumnType("qty", "bigint"),)),
+        ),
+        (
+            "oracle",
+            "ALTER TABLE ITEMS MODIFY (A NUMBER(12,2), B VARCHAR2(40))",
+            S.Statement(
+                S.TableName(None, "ITEMS"),
+                (S.ChangeColumnType("A", "decimal(12,2)"), S.ChangeColumnType("B", "string")),
+            ),
+        ),
+        (
+            "mysql",
+            "RENAME TABLE `shop`.`a` TO `shop`.`b`",
+            S.Statement(S.TableName("shop", "a"), (S.RenameTable(S.TableName("shop", "b")),)),
+        ),
+        (
+            "oracle",
+            "ALTER TABLE A RENAME TO B",
+            S.Statement(S.TableName(None, "A"), (S.RenameTable(S.TableName(None, "B")),)),
+        ),
+        ("mysql", "TRUNCATE TABLE items", S.Statement(S.TableName(None, "items"), (S.TruncateTable(),))),
+        ("oracle", "DROP TABLE ITEMS PURGE", S.Statement(S.TableName(None, "ITEMS"), (S.DropTable(),))),
+        (
+            "mysql",
+            "CREATE TABLE t (id BIGINT, k INT, v DECIMAL(5,1), PRIMARY KEY (id, k))",
+            S.Statement(
+                S.TableName(None, "t"),
+                (
+                    S.CreateTable(
+                        (S.Column("id", "bigint"), S.Column("k", "int"), S.Column("v", "decimal(5,1)")), ("id", "k")
+                    ),
+                ),
+            ),
+        ),
+        ("mysql", "CREATE INDEX i ON items (a)", S.Statement(None, (S.NoOp("CREATE INDEX"),))),
+        (
+            "mysql",
+            "ALTER TABLE items ADD COLUMN `x``; DROP TABLE y; --` INT",
+            S.Statement(S.TableName(None, "items"), (S.AddColumns((S.Column("x`; DROP TABLE y; --", "int"),)),)),
+        ),
+    ],
+)
+def test_statements_parse_into_operations(dialect, text, expected):
+    assert parse_ddl(text, dialect) == expected
+
+
+def test_several_statements_in_one_text_are_refused_not_split():
+    assert parse_ddl("ALTER TABLE items ADD COLUMN a INT; DROP TABLE items") == S.Unsupported(
+        "expected one statement, found 2"
+    )
+
+
+def test_every_corpus_statement_is_classified():
+    lines = [line.split("\t", 1) for line in CORPUS.read_text().splitlines() if line and not line.startswith("--")]
+    assert len(lines) >= 100
+    results = [parse_ddl(text, dialect) for dialect, text in lines]
+    kinds = {type(r).__name__ for r in results}
+    assert kinds == {"Statement", "Unsupported"}
+    assert sum(isinstance(r, S.Unsupported) for r in results) < len(results) / 4
+
+
+def make_source(tmp_path: Path, **overrides) -> SourceConfig:
+    (tmp_path / "exports").mkdir(parents=True, exist_ok=True)
+    return SourceConfig(
+        name="shop",
+        format="dataworks_json",
+        export_uri=str(tmp_path / "exports"),
+        lake_root=str(tmp_path / "lake"),
+        **overrides,
+    )
+
+
+def write(source: SourceConfig, name: str, lines: list[str], hour: datetime) -> None:
+    path = Path(source.export_uri) / name
+    path.write_text("\n".join(lines) + "\n")
+    os.utime(path, (hour.timestamp() + 60, hour.timestamp() + 60))
+
+
+def silver(source: SourceConfig, table: str = "items") -> pa.Table:
+    uri = str(Path(source.lake_root) / zones.silver_table_dir(source.name, "shop", table))
+    return DeltaRsEngine().read(uri)
+
+
+def user_rows(table: pa.Table) -> tuple[list[str], list[tuple]]:
+    names = [n for n in table.column_names if not n.startswith("_cdc_")]
+    return names, sorted(tuple(r[n] for n in names) for r in table.select(names).to_pylist())
+
+
+def history(source: SourceConfig) -> list[dict]:
+    uri = str(Path(source.lake_root) / zones.schema_history_dir(source.name))
+    rows = DeltaRsEngine().read(uri).to_pylist()
+    return sorted(rows, key=lambda r: r["_cdc_seq"])
+
+
+def alter(seq: int, text: str, spec_: dw.TableSpec = V1) -> str:
+    return dw.message(spec_, "ALTER", seq, AT, ddl=text)
+
+
+def evolving_stream() -> tuple[list[str], list[str]]:
+    """Schema changes interleaved with data, split over two hours."""
+    v2 = spec(("name", "STRING"), ("qty", "LONG"), ("price", "DOUBLE"))
+    v3 = spec(("title", "STRING"), ("qty", "LONG"), ("price", "DOUBLE"))
+    v4 = spec(("title", "STRING"), ("qty", "LONG"))
+    hour5 = [
+        *dw.insert(V1, 1, AT, {"id": 1, "name": "a", "qty": 1}),
+        alter(2, "ALTER TABLE items ADD COLUMN price DOUBLE"),
+        *dw.insert(v2, 3, AT, {"id": 2, "name": "b", "qty": 2, "price": 2.5}),
+        alter(4, "ALTER TABLE items RENAME COLUMN name TO title"),
+        *dw.update(
+            v3,
+            5,
+            AT,
+            {"id": 1, "title": "a", "qty": 1, "price": None},
+            {"id": 1, "title": "a2", "qty": 1, "price": 1.5},
+            one_message=True,
+        ),
+    ]
+    hour6 = [
+        alter(6, "ALTER TABLE `items` MODIFY COLUMN `qty` DECIMAL(30,0)"),
+        alter(7, "/* Query from DMS-WEBSQL-0-Qid_7 */ ALTER TABLE `shop`.`items` DROP COLUMN `price`"),
+        *dw.insert(v4, 8, AT, {"id": 3, "title": "c", "qty": 3}),
+        alter(9, "CREATE INDEX idx_title ON items (title)"),
+    ]
+    return hour5, hour6
+
+
+def test_ddl_takes_effect_at_its_place_in_the_sequence(spark, tmp_path):
+    source = make_source(tmp_path)
+    hour5, hour6 = evolving_stream()
+    write(source, "h5.json", hour5, H5)
+    write(source, "h6.json", hour6, H6)
+    run_hours(spark, source, [H5, H6], emit=lambda _: None)
+
+    table = silver(source)
+    assert user_rows(table) == (["id", "title", "qty"], [(1, "a2", 1), (2, "b", 2), (3, "c", 3)])
+    assert table.schema.field("qty").type == pa.decimal128(30, 0)
+    assert [(r["_cdc_seq"], r["status"]) for r in history(source)] == [
+        (2, "applied"),
+        (4, "applied"),
+        (6, "applied"),
+        (7, "applied"),
+        (9, "no-op"),
+    ]
+    assert history(source)[3]["detail"] == "dropped price"
+
+
+def test_ddl_in_one_hour_batch_and_reruns_in_any_order_give_the_same_table(spark, tmp_path):
+    hour5, hour6 = evolving_stream()
+    one_batch = make_source(tmp_path / "one")
+    write(one_batch, "all.json", hour5 + hour6, H5)
+    run_hours(spark, one_batch, [H5], emit=lambda _: None)
+    shuffled = make_source(tmp_path / "shuffled")
+    write(shuffled, "h5.json", hour5, H5)
+    write(shuffled, "h6.json", hour6, H6)
+    run_hours(spark, shuffled, [H5, H6, H5, H6], emit=lambda _: None)
+
+    expected = (["id", "title", "qty"], [(1, "a2", 1), (2, "b", 2), (3, "c", 3)])
+    assert user_rows(silver(one_batch)) == user_rows(silver(shuffled)) == expected
+
+
+def test_rename_table_mid_hour_continues_the_same_silver_table(spark, tmp_path):
+    source = make_source(tmp_path)
+    goods = spec(("name", "STRING"), ("qty", "LONG"), table="goods")
+    write(
+        source,
+        "h5.json",
+        [
+            *dw.insert(V1, 1, AT, {"id": 1, "name": "a", "qty": 1}),
+            dw.message(V1, "RENAME", 2, AT, ddl="RENAME TABLE `shop`.`items` TO `shop`.`goods`"),
+            *dw.insert(goods, 3, AT, {"id": 2, "name": "b", "qty": 2}),
+        ],
+        H5,
+    )
+    write(source, "h6.json", [*dw.delete(goods, 4, AT, {"id": 1, "name": "a", "qty": 1})], H6)
+    run_hours(spark, source, [H5, H6], emit=lambda _: None)
+
+    assert user_rows(silver(source, "goods")) == (["id", "name", "qty"], [(2, "b", 2)])
+    assert not (Path(source.lake_root) / zones.silver_table_dir("shop", "shop", "items")).exists()
+
+
+def test_drop_table_archives_it_and_later_inserts_start_a_new_table(spark, tmp_path):
+    source = make_source(tmp_path)
+    write(
+        source,
+        "h5.json",
+        [
+            *dw.insert(V1, 1, AT, {"id": 1, "name": "a", "qty": 1}),
+            dw.message(V1, "ERASE", 2, AT, ddl="DROP TABLE items"),
+            *dw.insert(V1, 3, AT, {"id": 9, "name": "new", "qty": 9}),
+        ],
+        H5,
+    )
+    run_hours(spark, source, [H5], emit=lambda _: None)
+
+    assert user_rows(silver(source)) == (["id", "name", "qty"], [(9, "new", 9)])
+    archived = Path(source.lake_root) / "archive" / "shop" / "shop" / "items" / "2-0"
+    assert user_rows(DeltaRsEngine().read(str(archived)))[1] == [(1, "a", 1)]
+
+
+def test_hostile_names_do_nothing_beyond_their_parsed_meaning(spark, tmp_path):
+    source = make_source(tmp_path)
+    write(
+        source,
+        "h5.json",
+        [
+            *dw.insert(V1, 1, AT, {"id": 1, "name": "a", "qty": 1}),
+            alter(2, "ALTER TABLE items ADD COLUMN `x``; DROP TABLE y; --` INT"),
+            alter(3, 'ALTER TABLE items ADD COLUMN "quoted" INT; DROP TABLE items'),
+            dw.message(V1, "ALTER", 4, AT, ddl="ALTER TABLE `../other` ADD COLUMN z INT"),
+        ],
+        H5,
+    )
+    run_hours(spark, source, [H5], emit=lambda _: None)
+
+    assert silver(source).column_names[:4] == ["id", "name", "qty", "_cdc_seq"]
+    assert "x`; DROP TABLE y; --" in silver(source).column_names
+    statuses = [(r["_cdc_seq"], r["status"]) for r in history(source)]
+    assert statuses == [(2, "applied"), (3, "skipped"), (4, "no-op")]
+    assert sorted(p.name for p in (Path(source.lake_root) / "silver" / "shop").iterdir()) == ["shop"]
+
+
+def test_unsupported_ddl_follows_the_policy(spark, tmp_path):
+    lines = [
+        *dw.insert(V1, 1, AT, {"id": 1, "name": "a", "qty": 1}),
+        alter(2, "ALTER TABLE items MODIFY COLUMN qty INT"),  # a narrowing
+        *dw.insert(V1, 3, AT, {"id": 2, "name": "b", "qty": 2}),
+    ]
+    skipping = make_source(tmp_path / "skip", ddl_policy="skip")
+    write(skipping, "h5.json", lines, H5)
+    run_hours(spark, skipping, [H5], emit=lambda _: None)
+    (record,) = history(skipping)
+    assert (record["status"], record["detail"]) == (
+        "skipped",
+        "type change of qty from bigint to int is not a widening",
+    )
+    assert user_rows(silver(skipping))[1] == [(1, "a", 1), (2, "b", 2)]
+
+    failing = make_source(tmp_path / "fail", ddl_policy="fail")
+    write(failing, "h5.json", lines, H5)
+    land_hour(failing, H5)
+    run_parse(spark, failing, H5)
+    with pytest.raises(DdlPolicyError, match="ddl_policy is 'fail'"):
+        run_apply(spark, failing, H5)
+    assert history(failing)[0]["status"] == "failed"
+
+
+def test_the_whole_corpus_goes_through_the_apply_job_and_is_recorded(spark, tmp_path):
+    statements = [line.split("\t", 1) for line in CORPUS.read_text().splitlines() if line and not line.startswith("--")]
+    recorded = 0
+    for family in ("mysql", "oracle"):
+        source = make_source(tmp_path / family, source_dialect=family)
+        texts = [
+            text
+            for dialect, text in statements
+            if dialect.replace("oceanbase_oracle", "oracle") == family or (family == "mysql" and dialect == "oceanbase")
+        ]
+        lines = [*dw.insert(V1, 1, AT, {"id": 1, "name": "a", "qty": 1})]
+        lines += [alter(10 + i, text) for i, text in enumerate(texts)]
+        write(source, "h5.json", lines, H5)
+        run_hours(spark, source, [H5], emit=lambda _: None)
+        rows = history(source)
+        assert len(rows) == len(texts)
+        assert {r["status"] for r in rows} <= {"applied", "no-op", "skipped"}
+        recorded += len(rows)
+    assert recorded == len(statements)
