@@ -169,7 +169,10 @@ def test_unsupported_format_lists_the_supported_ones(tmp_path: Path) -> None:
         )
     )
 
-    assert "sources[0] (shop).format: expected one of 'dataworks_json', got 'canal_json'" in message
+    assert (
+        "sources[0] (shop).format: expected one of 'dataworks_json', 'dataworks_v2', 'datahub_tuple', 'oms_default'"
+        " or 'oms_default_extend_column_type', got 'canal_json'" in message
+    )
 
 
 def test_table_name_without_db_is_rejected(tmp_path: Path) -> None:
