@@ -47,7 +47,7 @@ BAD_VALUES = "value does not match its declared type in column(s): "
 
 _JSON_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
 _JSON_NUMBER = r"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?"
-_MARK = "\u0000"  # cannot occur in valid JSON text (control characters must be escaped inside strings)
+_OPEN, _CLOSE = "\u0000", "\u0001"  # cannot occur in valid JSON text (control characters must be escaped)
 
 
 def exact_numbers(text: Column) -> Column:
@@ -56,11 +56,11 @@ def exact_numbers(text: Column) -> Column:
     Spark's JSON reader renders a fractional number it reads into a string field through a double
     ("1.10" -> "1.1", 40-digit decimals rounded). Quoting the numbers first keeps the text exactly as
     sent. String tokens are matched as wholes, so digits inside strings are never touched: each match
-    is either a string (group 1) or a number (group 2), marked with NULs, and the marks of strings
-    (an empty group 2) are removed before the number marks become quotes.
+    is either a string (group 1) or a number (group 2) and gets an open and a close mark after or around
+    it; a string's marks are adjacent (group 2 is empty) and removed, a number's become quotes.
     """
-    marked = F.regexp_replace(text, f"({_JSON_STRING})|({_JSON_NUMBER})", f"$1{_MARK}$2{_MARK}")
-    return F.regexp_replace(F.regexp_replace(marked, _MARK * 2, ""), _MARK, '"')
+    marked = F.regexp_replace(text, f"({_JSON_STRING})|({_JSON_NUMBER})", f"$1{_OPEN}$2{_CLOSE}")
+    return F.regexp_replace(F.regexp_replace(marked, _OPEN + _CLOSE, ""), f"[{_OPEN}{_CLOSE}]", '"')
 
 
 def parse_json(lines: DataFrame, schema: T.StructType | T.MapType) -> DataFrame:
