@@ -12,8 +12,8 @@ message, then `finish` adds the rejection reason and selects the canonical row.
     raw_op, kind, op                       the wire op, its kind (OpTable.kind) and canonical op
     db, schema_name, table, ddl, seq, seq2, event_time, primary_key
     raw_before, raw_after                  the images as sent: map<string,string> of value text
-    typed                                  the declared columns: array<struct<name, conv, type>> (TYPED_COLUMN)
-    before, after                          the images as canonical text (canonical_image)
+    typed                                  the declared columns: array<struct<name, conv, type>>
+    before, after                          the images as canonical text (with_canonical_images)
 
 Column types: a format resolves each declared column to a *converter key* (which function turns the
 wire text into canonical text) and a Spark SQL type. Converters get the value and the declared Spark
@@ -235,8 +235,19 @@ def spark_type_converters(timestamp: Converter) -> dict[str, Converter]:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def typed_column(name: Column, conv: Column, spark_type: Column) -> Column:
-    return F.struct(name.alias("name"), conv.alias("conv"), spark_type.alias("type"))
+def let(value: Column, body: Callable[[Column], Column]) -> Column:
+    """`body(value)` with `value` evaluated once, however often `body` uses it.
+
+    Spark evaluates lambda bodies without common-subexpression elimination, and the optimizer inlines a
+    column that only a lambda uses into that lambda: an expression used inside a per-column lambda
+    would be recomputed for every column and every use. Binding it to a lambda variable avoids both.
+    """
+    return F.element_at(F.transform(F.array(value), body), 1)
+
+
+def typed_column(name: Column, resolved: Column) -> Column:
+    """struct(name, conv, type) from a name and a resolved struct(conv, type)."""
+    return let(resolved, lambda r: F.struct(name.alias("name"), r["conv"].alias("conv"), r["type"].alias("type")))
 
 
 @dataclass(frozen=True)
@@ -268,23 +279,15 @@ def converters_of(value_types: Mapping[str, ValueType]) -> dict[str, Converter]:
 def declare(columns: Column, resolve: Callable[[Column], Column]) -> Column:
     """array<struct<name, conv, type>> from an array of {name, type} structs (the wire's declaration);
     `resolve` maps a wire type to struct(conv, type)."""
-
-    def one(column: Column) -> Column:
-        resolved = resolve(column["type"])
-        return typed_column(column["name"], resolved["conv"], resolved["type"])
-
-    return F.transform(columns, one)
+    return F.transform(columns, lambda column: typed_column(column["name"], resolve(column["type"])))
 
 
 def declare_names(names: Column, types: Column, resolve: Callable[[Column], Column]) -> Column:
     """Like `declare` for formats whose images name the columns but whose types come from elsewhere:
     `types` is a map name -> wire type (a missing entry resolves like an unknown type: string)."""
-
-    def one(name: Column) -> Column:
-        resolved = resolve(F.element_at(types, name))
-        return typed_column(name, resolved["conv"], resolved["type"])
-
-    return F.transform(names, one)
+    return let(
+        types, lambda known: F.transform(names, lambda name: typed_column(name, resolve(F.element_at(known, name))))
+    )
 
 
 def image_names(*images: Column) -> Column:
@@ -294,27 +297,32 @@ def image_names(*images: Column) -> Column:
 
 
 def repeated_names(typed: Column) -> Column:
-    """Names declared more than once (a message that does so is rejected; a map of them cannot be built)."""
+    """Names declared more than once (a message that does so is rejected; a map of them cannot be built),
+    NULL when there are none (the quadratic search only runs for such messages)."""
     names = F.coalesce(typed["name"], F.array().cast(STRING_ARRAY))
-    return F.array_distinct(F.filter(names, lambda n: F.size(F.filter(names, lambda m: m == n)) > 1))
+    repeated = F.array_distinct(F.filter(names, lambda n: F.size(F.filter(names, lambda m: m == n)) > 1))
+    return F.when(_has_repeats(names), repeated)
 
 
-def _lookup(typed: Column) -> Column:
-    """map name -> struct(conv, type), NULL when names repeat (building the map would fail)."""
-    entries = F.transform(typed, lambda c: F.struct(c["name"], F.struct(c["conv"], c["type"])))
-    return F.when(F.size(repeated_names(typed)) == 0, F.map_from_entries(entries))
+def _has_repeats(names: Column) -> Column:
+    return F.size(F.array_distinct(names)) < F.size(names)
 
 
-def canonical_image(image: Column, typed: Column, converters: Mapping[str, Converter]) -> Column:
-    """Map each value of `image` to canonical text with its column's converter.
+def with_canonical_images(frame: DataFrame, converters: Mapping[str, Converter]) -> DataFrame:
+    """Adds `before` and `after`: each value of `raw_before`/`raw_after` as canonical text, converted by
+    its column's converter (from `typed`).
 
     Undeclared columns and columns of unknown wire type keep their text (they are strings). An invalid
-    value becomes NULL, which `invalid_columns` then reports.
+    value becomes NULL, which `invalid_columns` then reports. The name -> declaration map is a column
+    of its own, referenced by both images: an expression used only inside the per-value lambda would be
+    inlined there by the optimizer and rebuilt for every value.
     """
-    lookup = _lookup(typed)
+    names = F.col("typed")["name"]
+    entries = F.transform("typed", lambda c: F.struct(c["name"], F.struct(c["conv"], c["type"])))
+    frame = frame.withColumn("_lookup", F.when(~_has_repeats(names), F.map_from_entries(entries)))
 
     def convert(name: Column, value: Column) -> Column:
-        declared = F.element_at(lookup, name)
+        declared = F.element_at(F.col("_lookup"), name)
         conv, spark_type = declared["conv"], declared["type"]
         result = None
         for key, converter in converters.items():
@@ -322,7 +330,9 @@ def canonical_image(image: Column, typed: Column, converters: Mapping[str, Conve
             result = F.when(conv == key, branch) if result is None else result.when(conv == key, branch)
         return result.otherwise(value)
 
-    return F.transform_values(image, convert)
+    return frame.withColumns(
+        {image: F.transform_values(f"raw_{image}", convert) for image in ("before", "after")}
+    ).drop("_lookup")
 
 
 def spark_columns(typed: Column) -> Column:
@@ -413,7 +423,7 @@ def finish(
         (F.col("raw_op").isNull(), f"missing {wire.op}"),
         (F.col("kind").isNull(), F.concat(F.lit(f"unknown {wire.op_label} '"), "raw_op", F.lit("'"))),
         *after_op,
-        (F.size(repeated) > 0, listing("column(s) declared more than once: ", repeated)),
+        (repeated.isNotNull(), listing("column(s) declared more than once: ", repeated)),
         (is_data & F.col("table").isNull(), f"missing {wire.table}"),
         (is_data & F.col("db").isNull(), f"missing {wire.db}"),
         (is_data & F.col("seq").isNull(), wire.seq_problem),

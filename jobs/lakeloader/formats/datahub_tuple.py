@@ -35,17 +35,18 @@ from lakeloader import canonical as C
 from lakeloader.config import SourceConfig
 from lakeloader.formats.common import (
     WireFields,
-    canonical_image,
     configured_map,
     declare_names,
     finish,
     integer_text,
+    let,
     listing,
     parse_json,
     qualified,
     spark_type_converters,
     spark_typed,
     timestamp_text,
+    with_canonical_images,
 )
 
 SEQUENCE, OPERATION, EXECUTE_TIME = "_sequence_id_", "_operation_type_", "_excute_time_"
@@ -117,12 +118,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         ).alias("event_time"),
     )
     converters = spark_type_converters(timestamp=_datahub_timestamp)
-    frame = frame.withColumns(
-        {
-            "before": canonical_image(F.col("raw_before"), F.col("typed"), converters),
-            "after": canonical_image(F.col("raw_after"), F.col("typed"), converters),
-        }
-    )
+    frame = with_canonical_images(frame, converters)
     is_data = F.col("kind") == C.DATA
     return finish(
         frame,
@@ -139,16 +135,19 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
 
 def _rows(lines: DataFrame) -> DataFrame:
     """Each line as `row` (map column -> value text), with `is_header` and `envelope_error`: JSON lines
-    parsed as objects, CSV lines zipped with their file's header."""
+    parsed as objects, CSV lines zipped with their file's header (parsed once per file)."""
     is_csv = F.lower("origin_file").rlike(r"\.csv(\.[a-z0-9]+)?$")
     headers = lines.where(is_csv & (F.col("origin_line") == 1)).select(
-        F.col("origin_file").alias("header_file"), F.col("text").alias("header_text")
+        F.col("origin_file").alias("header_file"),
+        let(
+            _csv_fields(F.col("text")), lambda names: F.struct(names.alias("names"), _header_problem("text", names))
+        ).alias("header"),
     )
     frame = parse_json(lines, T.MapType(T.StringType(), T.StringType()))
     frame = frame.join(F.broadcast(headers), frame["origin_file"] == headers["header_file"], "left")
     is_header = is_csv & (F.col("origin_line") == 1)
-    names, values = _csv_fields(F.col("header_text")), _csv_fields(F.col("text"))
-    header_problem = _header_problem(F.col("header_text"), names)
+    names, header_problem = F.col("header.names"), F.col("header.problem")
+    values = _csv_fields(F.col("text"))
     csv_error = (
         F.when(F.trim("text") == "", F.lit("empty line"))
         .when(is_header, header_problem)
@@ -179,15 +178,16 @@ def _csv_fields(line: Column) -> Column:
     return F.transform(raw, value)
 
 
-def _header_problem(header: Column, names: Column) -> Column:
+def _header_problem(header: str, names: Column) -> Column:
     """Why a CSV header cannot name the columns, or NULL."""
     repeated = F.array_distinct(F.filter(names, lambda n: F.size(F.filter(names, lambda m: m == n)) > 1))
     missing = F.filter(F.array(*[F.lit(name) for name in REQUIRED]), lambda n: ~F.array_contains(names, n))
     return (
-        F.when(~header.rlike(_CSV_LINE), F.lit("malformed CSV header"))
+        F.when(~F.col(header).rlike(_CSV_LINE), F.lit("malformed CSV header"))
         .when(F.exists(names, lambda n: n.isNull()), F.lit("CSV header has an empty column name"))
         .when(F.size(repeated) > 0, listing("CSV header repeats column(s): ", repeated))
         .when(F.size(missing) > 0, listing("CSV header lacks metadata column(s): ", missing))
+        .alias("problem")
     )
 
 

@@ -33,7 +33,6 @@ from lakeloader.formats.common import (
     OpTable,
     ValueType,
     WireFields,
-    canonical_image,
     checked_base64,
     checked_cast,
     converters_of,
@@ -44,6 +43,7 @@ from lakeloader.formats.common import (
     integer_text,
     keep_text,
     parse_json,
+    with_canonical_images,
 )
 
 ROW_ID_COLUMN = "#alibaba_rds_row_id#"
@@ -143,12 +143,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         F.when(event_millis > 0, F.timestamp_millis(event_millis)).alias("event_time"),
     )
     converters = converters_of(VALUE_TYPES)
-    frame = frame.withColumns(
-        {
-            "before": canonical_image(F.col("raw_before"), F.col("typed"), converters),
-            "after": canonical_image(F.col("raw_after"), F.col("typed"), converters),
-        }
-    )
+    frame = with_canonical_images(frame, converters)
     return finish(frame, WIRE)
 
 

@@ -32,7 +32,15 @@ from pyspark.sql import types as T
 from lakeloader import canonical as C
 from lakeloader.config import SourceConfig
 from lakeloader.formats import ob_types
-from lakeloader.formats.common import OpTable, WireFields, canonical_image, declare, finish, integer_text, parse_json
+from lakeloader.formats.common import (
+    OpTable,
+    WireFields,
+    declare,
+    finish,
+    integer_text,
+    parse_json,
+    with_canonical_images,
+)
 
 VERSION = "2.0"
 OPS = OpTable(
@@ -111,12 +119,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         integer_text(payload["scn"]).alias("seq2"),
         F.when(event_millis > 0, F.timestamp_millis(event_millis)).alias("event_time"),
     )
-    frame = frame.withColumns(
-        {
-            "before": canonical_image(F.col("raw_before"), F.col("typed"), ob_types.CONVERTERS),
-            "after": canonical_image(F.col("raw_after"), F.col("typed"), ob_types.CONVERTERS),
-        }
-    )
+    frame = with_canonical_images(frame, ob_types.CONVERTERS)
     version_problem = F.concat(F.lit("unsupported version '"), F.col("version"), F.lit(f"' (expected {VERSION})"))
     return finish(
         frame,

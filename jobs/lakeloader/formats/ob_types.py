@@ -49,6 +49,7 @@ from lakeloader.formats.common import (
     checked_date,
     checked_decimal,
     epoch_micros,
+    let,
     timestamp_text,
 )
 
@@ -113,19 +114,29 @@ def resolve(wire_type: Column, oracle_tenant: Column) -> Column:
     """struct(conv, type) for an OMS column type; `oracle_tenant` (boolean) switches DATE, FLOAT and
     INTEGER to their Oracle meaning."""
     upper = F.upper(F.trim(wire_type))
-    base = F.trim(F.regexp_replace(F.regexp_replace(upper, r"\([^)]*\)", ""), r"\s+(UNSIGNED|SIGNED|ZEROFILL)\b", ""))
-    base = F.regexp_replace(base, r"\s+", " ")
-    precision = F.regexp_extract(upper, r"\(\s*([0-9]+)", 1).try_cast("int")
-    scale = F.coalesce(F.regexp_extract(upper, r"\(\s*[0-9]+\s*,\s*(-?[0-9]+)\s*\)", 1).try_cast("int"), F.lit(0))
+    base = F.regexp_replace(F.regexp_replace(upper, r"\([^)]*\)", ""), r"\s+(UNSIGNED|SIGNED|ZEROFILL)\b", "")
+    parsed = F.struct(
+        F.regexp_replace(F.trim(base), r"\s+", " ").alias("base"),
+        F.regexp_extract(upper, r"\(\s*([0-9]+)", 1).try_cast("int").alias("precision"),
+        F.coalesce(F.regexp_extract(upper, r"\(\s*[0-9]+\s*,\s*(-?[0-9]+)\s*\)", 1).try_cast("int"), F.lit(0)).alias(
+            "scale"
+        ),
+    )
+    return let(parsed, lambda declared: _resolve_parsed(declared, oracle_tenant))
+
+
+def _resolve_parsed(declared: Column, oracle_tenant: Column) -> Column:
+    base, precision, scale = declared["base"], declared["precision"], declared["scale"]
     fits_spark = precision.between(1, 38) & scale.between(0, 38) & (scale <= precision)
-    declared_decimal = F.format_string("decimal(%d,%d)", precision, scale)
 
     def to(conv: str, spark_type: str | Column) -> Column:
         type_col = spark_type if isinstance(spark_type, Column) else F.lit(spark_type)
         return F.struct(F.lit(conv).alias("conv"), type_col.alias("type"))
 
     return (
-        F.when(base.isin(*DECIMAL_TYPES) & fits_spark, to("decimal", declared_decimal))
+        F.when(
+            base.isin(*DECIMAL_TYPES) & fits_spark, to("decimal", F.format_string("decimal(%d,%d)", precision, scale))
+        )
         .when(base.isin(*DECIMAL_TYPES), to("number", "string"))
         .when(oracle_tenant & (base == "INTEGER"), to("decimal", "decimal(38,0)"))
         .when(oracle_tenant & (base == "FLOAT"), to("number", "string"))

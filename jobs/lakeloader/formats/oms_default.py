@@ -43,7 +43,6 @@ from lakeloader.formats.common import (
     Converter,
     OpTable,
     WireFields,
-    canonical_image,
     configured_map,
     declare_names,
     epoch_micros,
@@ -54,6 +53,7 @@ from lakeloader.formats.common import (
     qualified,
     spark_type_converters,
     spark_typed,
+    with_canonical_images,
 )
 
 KEY_SEPARATOR = "\u0001"
@@ -145,11 +145,6 @@ def build(lines: DataFrame, declaration: Declaration, metadata_keys: tuple[str, 
     names = image_names(F.col("raw_after"), F.col("raw_before"))
     typed, converters = declaration(names)
     frame = frame.withColumn("typed", F.when(F.col("kind") == C.DATA, typed))
-    frame = frame.withColumns(
-        {
-            "before": canonical_image(F.col("raw_before"), F.col("typed"), converters),
-            "after": canonical_image(F.col("raw_after"), F.col("typed"), converters),
-        }
-    )
+    frame = with_canonical_images(frame, converters)
     bad_sequence = (F.col("kind") == C.DATA) & F.col("raw_seq2").isNotNull() & F.col("seq2").isNull()
     return finish(frame, WIRE, after_op=[(bad_sequence, "allMetaData.storeDataSequence is not a number")])
