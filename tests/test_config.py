@@ -169,7 +169,10 @@ def test_unsupported_format_lists_the_supported_ones(tmp_path: Path) -> None:
         )
     )
 
-    assert "sources[0] (shop).format: expected one of 'dataworks_json', got 'canal_json'" in message
+    assert (
+        "sources[0] (shop).format: expected one of 'dataworks_json', 'dataworks_v2', 'datahub_tuple', 'oms_default'"
+        " or 'oms_default_extend_column_type', got 'canal_json'" in message
+    )
 
 
 def test_table_name_without_db_is_rejected(tmp_path: Path) -> None:
@@ -306,3 +309,99 @@ def test_defaults_that_are_not_a_mapping_are_rejected(tmp_path: Path) -> None:
     message = config_error(write(tmp_path, "defaults: [retries]\nsources: []\n"))
 
     assert message.endswith(": 'defaults' must be a mapping of source keys")
+
+
+def test_format_specific_keys_load_normalised(tmp_path: Path) -> None:
+    config = load_config(
+        write(
+            tmp_path,
+            """\
+            sources:
+              - name: hub
+                format: datahub_tuple
+                export_uri: /exports
+                lake_root: /lake
+                db: shop
+                column_types:
+                  shop.orders: {id: BIGINT, amount: "decimal(10, 2)", at: timestamp}
+              - name: oms
+                format: oms_default
+                export_uri: /exports
+                lake_root: /lake
+                tables: [tenant.shop.orders]
+                primary_keys: {tenant.shop.orders: [id]}
+                column_types: {tenant.shop.orders: {id: bigint}}
+            """,
+        )
+    )
+
+    hub, oms = config.sources
+    assert hub.db == "shop"
+    assert hub.column_types == {"shop.orders": {"id": "bigint", "amount": "decimal(10,2)", "at": "timestamp"}}
+    assert oms.includes("tenant.shop", "orders")  # an OceanBase db is 'tenant.database'
+    assert oms.primary_keys == {"tenant.shop.orders": ("id",)}
+
+
+def test_datahub_tuple_needs_a_db_and_other_formats_reject_one(tmp_path: Path) -> None:
+    message = config_error(
+        write(
+            tmp_path,
+            """\
+            sources:
+              - {name: hub, format: datahub_tuple, export_uri: /a, lake_root: /lake}
+              - {name: shop, format: dataworks_json, export_uri: /b, lake_root: /lake, db: shop}
+            """,
+        )
+    )
+
+    assert message.splitlines()[1:] == [
+        "  sources[0] (hub): format datahub_tuple needs 'db': its messages name the table but not the database",
+        "  sources[1] (shop): 'db' is only used by format(s) datahub_tuple; remove it",
+    ]
+
+
+def test_column_types_must_be_spark_types_of_formats_without_types(tmp_path: Path) -> None:
+    message = config_error(
+        write(
+            tmp_path,
+            """\
+            sources:
+              - name: hub
+                format: datahub_tuple
+                export_uri: /a
+                lake_root: /lake
+                db: shop
+                column_types: {shop.orders: {id: LONG, price: "decimal(40,2)"}, orders: {id: bigint}}
+              - name: shop
+                format: dataworks_json
+                export_uri: /b
+                lake_root: /lake
+                column_types: {shop.orders: {id: bigint}}
+            """,
+        )
+    )
+
+    assert "sources[0] (hub).column_types: table 'orders' must be written as 'db.table'" in message
+    assert (
+        "sources[1] (shop): 'column_types' is only used by format(s) datahub_tuple, oms_default (the messages of"
+        " dataworks_json declare their column types); remove it" in message
+    )
+    only_types = config_error(
+        write(
+            tmp_path,
+            """\
+            sources:
+              - name: hub
+                format: datahub_tuple
+                export_uri: /a
+                lake_root: /lake
+                db: shop
+                column_types: {shop.orders: {id: LONG}}
+            """,
+        )
+    )
+    assert (
+        "sources[0] (hub).column_types: type 'LONG' of shop.orders.id is not one of tinyint, smallint, int, bigint,"
+        " float, double, boolean, string, binary, date, timestamp, decimal(p,s) (with 1 <= p <= 38, 0 <= s <= p)"
+        in only_types
+    )

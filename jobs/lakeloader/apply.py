@@ -97,11 +97,10 @@ def run_apply(
     batch = _Batch(engine, lake, source, commit_info, loaded_at, actions)
     tables: dict[str, dict] = {}
     try:
-        for name in sorted({s.name for s in shapes} | set(events_by_table)):
-            table_shapes_ = {s.segment: s for s in shapes if s.name == name}
-            counts = batch.apply_table(name, table_shapes_, events_by_table.get(name, []))
-            db, table = name.split(".", 1)
-            tables[name] = {"changes": changes_per_table.get((db, table), 0), **counts}
+        for db, table in sorted({(s.db, s.table) for s in shapes} | set(events_by_table)):
+            segments = {s.segment: s for s in shapes if (s.db, s.table) == (db, table)}
+            counts = batch.apply_table(db, table, segments, events_by_table.get((db, table), []))
+            tables[f"{db}.{table}"] = {"changes": changes_per_table.get((db, table), 0), **counts}
     finally:
         if actions is not None:
             actions.unpersist()
@@ -125,8 +124,7 @@ class _Batch:
         self.commit_info, self.loaded_at, self.actions = commit_info, loaded_at, actions
         self.retention = timedelta(hours=source.tombstone_retention_hours)
 
-    def apply_table(self, name: str, shapes: dict[int, TableShape], events: list[DdlEvent]) -> dict:
-        db, table = name.split(".", 1)
+    def apply_table(self, db: str, table: str, shapes: dict[int, TableShape], events: list[DdlEvent]) -> dict:
         location = D.TableLocation(self.source.name, db, table)
         totals: dict[str, int] = {}
         for segment in range(len(events) + 1):
@@ -189,25 +187,29 @@ def _newest(change_set: pa.Table) -> tuple[Decimal, Decimal]:
     return (newest[E.SEQ], newest[E.SEQ2])
 
 
-def renamed_identities(events: list[DdlEvent]) -> dict[str, str]:
-    """'db.table' names that a RENAME in this batch gave to a table -> the table's name before the batch."""
-    identities: dict[str, str] = {}
+TableId = tuple[str, str]  # (db, table): db names may contain dots (OMS tenant.database)
+
+
+def renamed_identities(events: list[DdlEvent]) -> dict[TableId, TableId]:
+    """(db, table) names that a RENAME in this batch gave to a table -> its name before the batch."""
+    identities: dict[TableId, TableId] = {}
     for event in events:
         if isinstance(event.statement, S.Statement):
             for op in event.statement.operations:
                 if isinstance(op, S.RenameTable):
-                    new = f"{op.new.db or event.db}.{op.new.table}"
-                    identities[new] = identities.get(event.name, event.name)
+                    new = (op.new.db or event.db, op.new.table)
+                    identities[new] = identities.get((event.db, event.table), (event.db, event.table))
     return identities
 
 
-def _events_by_table(events: list[DdlEvent], identities: dict[str, str]) -> dict[str, list[DdlEvent]]:
-    by_table: dict[str, list[DdlEvent]] = {}
+def _events_by_table(events: list[DdlEvent], identities: dict[TableId, TableId]) -> dict[TableId, list[DdlEvent]]:
+    by_table: dict[TableId, list[DdlEvent]] = {}
     for event in events:
         if event.seq is None or not event.table:
             event.status, event.detail = D.SKIPPED, _reason(event)
             continue
-        by_table.setdefault(identities.get(event.name, event.name), []).append(event)
+        name = (event.db, event.table)
+        by_table.setdefault(identities.get(name, name), []).append(event)
     return by_table
 
 
@@ -215,16 +217,27 @@ def _reason(event: DdlEvent) -> str:
     return event.statement.reason if isinstance(event.statement, S.Unsupported) else "database-level statement"
 
 
-def with_identities(data: DataFrame, identities: dict[str, str]) -> DataFrame:
+def _table_id(db: Column, table: Column) -> Column:
+    return F.struct(db.alias("db"), table.alias("table"))
+
+
+def _table_id_literal(db: str, table: str) -> Column:
+    return _table_id(F.lit(db), F.lit(table))
+
+
+def with_identities(data: DataFrame, identities: dict[TableId, TableId]) -> DataFrame:
     """Changes to a table renamed in this batch, under the name it had before (they continue its table)."""
     if not identities:
         return data
-    lookup = F.create_map(*[F.lit(x) for pair in identities.items() for x in pair])[F.concat_ws(".", "db", "table")]
-    renamed_db, renamed_table = F.substring_index(lookup, ".", 1), F.regexp_extract(lookup, r"^[^.]*\.(.*)$", 1)
-    return data.withColumn("db", F.coalesce(renamed_db, "db")).withColumn("table", F.coalesce(renamed_table, "table"))
+    lookup = F.create_map(*[_table_id_literal(*name) for pair in identities.items() for name in pair])[
+        _table_id(F.col("db"), F.col("table"))
+    ]
+    return data.withColumn("db", F.coalesce(lookup["db"], "db")).withColumn(
+        "table", F.coalesce(lookup["table"], "table")
+    )
 
 
-def with_segments(data: DataFrame, events_by_table: dict[str, list[DdlEvent]]) -> DataFrame:
+def with_segments(data: DataFrame, events_by_table: dict[TableId, list[DdlEvent]]) -> DataFrame:
     """Adds `segment`: how many of its table's DDL messages precede the change in the sequence."""
     if not events_by_table:
         return data.withColumn("segment", F.lit(0))
@@ -246,8 +259,12 @@ def with_segments(data: DataFrame, events_by_table: dict[str, list[DdlEvent]]) -
         )
 
     boundaries = F.create_map(
-        *[item for name, events in events_by_table.items() for item in (F.lit(name), F.array(*map(literal, events)))]
-    )[F.concat_ws(".", "db", "table")]
+        *[
+            item
+            for name, events in events_by_table.items()
+            for item in (_table_id_literal(*name), F.array(*map(literal, events)))
+        ]
+    )[_table_id(F.col("db"), F.col("table"))]
     before = F.size(F.filter(boundaries, lambda b: b < position))
     return data.withColumn("segment", F.when(boundaries.isNull(), F.lit(0)).otherwise(before))
 

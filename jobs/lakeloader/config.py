@@ -13,13 +13,23 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 CONFIG_ENV_VAR = "LAKELOADER_CONFIG"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG_PATH = PROJECT_ROOT / "config" / "sources.yaml"
 
-SUPPORTED_FORMATS = ("dataworks_json",)
+SUPPORTED_FORMATS = (
+    "dataworks_json",
+    "dataworks_v2",
+    "datahub_tuple",
+    "oms_default",
+    "oms_default_extend_column_type",
+)
+FORMATS_NAMING_NO_DB = ("datahub_tuple",)  # messages name the table only: `db` is required
+FORMATS_WITHOUT_TYPES = ("datahub_tuple", "oms_default")  # messages carry no column types: `column_types`
+SPARK_TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double", "boolean", "string", "binary", "date")
+SPARK_TYPES_TEXT = ", ".join(SPARK_TYPES) + ", timestamp, decimal(p,s)"
 SOURCE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
 
 
@@ -59,6 +69,16 @@ class SourceConfig(_Strict):
     )
     auto_add_columns: bool = Field(default=True, description="add columns that appear in the data without any DDL")
     s3_endpoint_url: str | None = Field(default=None, description="S3-compatible endpoint (e.g. http://127.0.0.1:9000)")
+    db: str | None = Field(
+        default=None,
+        min_length=1,
+        description="database name of the tables, for formats whose messages name none (required for datahub_tuple)",
+    )
+    column_types: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="'db.table' -> {column: Spark SQL type}, for formats whose messages carry no column types "
+        f"({', '.join(FORMATS_WITHOUT_TYPES)}); other columns load as strings",
+    )
 
     @field_validator("export_uri", "lake_root")
     @classmethod
@@ -82,6 +102,28 @@ class SourceConfig(_Strict):
             if not columns:
                 raise ValueError(f"primary key of {name!r} must list at least one column")
         return value
+
+    @field_validator("column_types")
+    @classmethod
+    def _spark_types(cls, value: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        for name in value:
+            _require_qualified(name)
+        return {
+            name: {column: _spark_type(t, name, column) for column, t in types.items()} for name, types in value.items()
+        }
+
+    @model_validator(mode="after")
+    def _format_specific_keys(self) -> SourceConfig:
+        if self.format in FORMATS_NAMING_NO_DB and self.db is None:
+            raise ValueError(f"format {self.format} needs 'db': its messages name the table but not the database")
+        if self.format not in FORMATS_NAMING_NO_DB and self.db is not None:
+            raise ValueError(f"'db' is only used by format(s) {', '.join(FORMATS_NAMING_NO_DB)}; remove it")
+        if self.format not in FORMATS_WITHOUT_TYPES and self.column_types:
+            raise ValueError(
+                f"'column_types' is only used by format(s) {', '.join(FORMATS_WITHOUT_TYPES)} (the messages of"
+                f" {self.format} declare their column types); remove it"
+            )
+        return self
 
     def includes(self, db: str, table: str) -> bool:
         """Whether changes of db.table are loaded (all tables when no include list is given)."""
@@ -109,8 +151,23 @@ class LakeloaderConfig(_Strict):
 
 
 def _require_qualified(name: str) -> None:
-    if not re.fullmatch(r"[^.\s]+\.[^.\s]+", name):
+    """'db.table'; the db may itself hold dots (OceanBase names it 'tenant.database'): the table is the
+    part after the last dot."""
+    if not re.fullmatch(r"[^\s]*[^.\s]\.[^.\s]+", name):
         raise ValueError(f"table {name!r} must be written as 'db.table'")
+
+
+def _spark_type(text: str, table: str, column: str) -> str:
+    """A Spark SQL type name from `column_types`, normalised (lower case, no spaces)."""
+    normal = re.sub(r"\s+", "", str(text)).lower()
+    decimal = re.fullmatch(r"decimal\(([0-9]{1,2}),([0-9]{1,2})\)", normal)
+    if normal in (*SPARK_TYPES, "timestamp"):
+        return normal
+    if decimal and 1 <= int(decimal[1]) <= 38 and int(decimal[2]) <= int(decimal[1]):
+        return normal
+    raise ValueError(
+        f"type {text!r} of {table}.{column} is not one of {SPARK_TYPES_TEXT} (with 1 <= p <= 38, 0 <= s <= p)"
+    )
 
 
 def config_path(path: str | os.PathLike[str] | None = None) -> Path:

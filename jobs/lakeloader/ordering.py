@@ -77,10 +77,14 @@ def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
     Columns: db, table, segment, key, op, seq, seq2, rank, event_time, origin_file, origin_line,
     origin_index, _cdc_action, image, partial.
     """
-    keys = {s.name: s.key for s in shapes}  # one key per table, whatever its segments
+    keys = {(s.db, s.table): s.key for s in shapes}  # one key per table, whatever its segments
     key_columns = F.create_map(
-        *[item for name, key in keys.items() for item in (F.lit(name), F.array(*[F.lit(k) for k in key]))]
-    )[F.concat_ws(".", "db", "table")]
+        *[
+            item
+            for (db, table), key in keys.items()
+            for item in (F.struct(F.lit(db).alias("db"), F.lit(table).alias("table")), F.array(*map(F.lit, key)))
+        ]
+    )[F.struct("db", "table")]
 
     def key_of(image: Column) -> Column:
         return F.transform(key_columns, lambda k: F.element_at(image, k))

@@ -1,0 +1,130 @@
+"""Shared format machinery: exact number text, decimal fit, epoch conversion, OMS type resolution."""
+
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+from lakeloader.formats import ob_types
+from lakeloader.formats.common import decimal_fits, epoch_micros, exact_numbers, integer_text
+
+
+def evaluate(spark, expression, *values):
+    """The expression over a one-column frame `v` holding `values`, as a list."""
+    frame = spark.createDataFrame([(v,) for v in values], "v string")
+    return [row[0] for row in frame.select(expression(F.col("v"))).collect()]
+
+
+def test_numbers_keep_their_exact_text_and_strings_are_untouched(spark):
+    line = (
+        '{"a": 1.10, "b": -0.5e-3, "c": 10223372036854775806, "d": "x: 1.5, \\"y\\": 2",'
+        ' "e": [1, 2.50], "f": {"g": 0.000000000000000000000000000000000000000000123}, "h": true, "i": null}'
+    )
+    (quoted,) = evaluate(spark, exact_numbers, line)
+    assert quoted == (
+        '{"a": "1.10", "b": "-0.5e-3", "c": "10223372036854775806", "d": "x: 1.5, \\"y\\": 2",'
+        ' "e": ["1", "2.50"], "f": {"g": "0.000000000000000000000000000000000000000000123"}, "h": true, "i": null}'
+    )
+
+
+def test_invalid_json_numbers_stay_invalid_after_quoting(spark):
+    # a leading zero is not JSON; quoting must not turn it into a valid string
+    (quoted,) = evaluate(spark, exact_numbers, '{"a": 01}')
+    assert quoted == '{"a": "0""1"}'
+
+
+DECIMAL_5_2_FITS = dict(
+    [
+        ("123.45", True),
+        ("-123.45", True),
+        ("1234.5", False),  # four integer digits in decimal(5,2)
+        ("1.234", False),  # three fraction digits
+        ("1.230", True),  # trailing zeros do not count
+        ("000123.4", True),  # leading zeros do not count
+        ("1.2345E+2", True),  # 123.45
+        ("1.2345E+3", False),  # 1234.5
+        ("12345E-2", True),  # 123.45
+        ("0", True),
+        ("0.000", True),
+        ("abc", False),
+        ("", False),
+        ("1.2.3", False),
+    ]
+)
+
+
+def test_decimal_fit_counts_significant_digits(spark):
+    fits = evaluate(spark, lambda v: decimal_fits(v, F.lit("decimal(5,2)")), *DECIMAL_5_2_FITS)
+    assert dict(zip(DECIMAL_5_2_FITS, fits, strict=True)) == DECIMAL_5_2_FITS
+
+
+def test_epoch_text_becomes_microseconds_truncating_beyond(spark):
+    seconds = evaluate(spark, lambda v: epoch_micros(v, 6), "1606233662.012345", "-1.5", "12", "1.1234567", "x", "1e3")
+    assert seconds == [1606233662012345, -1500000, 12000000, 1123456, None, None]
+    assert evaluate(spark, lambda v: epoch_micros(v, 3), "1590315269000.123456789") == [1590315269000123]
+
+
+def test_ordering_keys_must_be_whole_numbers(spark):
+    assert [str(v) if v is not None else None for v in evaluate(spark, integer_text, "42", "-1", " 7 ", "1.5", "")] == [
+        "42",
+        "-1",
+        "7",
+        None,
+        None,
+    ]
+
+
+OMS_TYPES = [
+    ("TINYINT", False, "bigint", "bigint"),
+    ("int(11) unsigned", False, "bigint", "bigint"),
+    ("INT64", False, "bigint", "bigint"),
+    ("BIGINT", False, "decimal(20,0)", "decimal"),
+    ("DECIMAL", False, "string", "number"),
+    ("decimal(10, 2)", False, "decimal(10,2)", "decimal"),
+    ("NUMBER(12)", True, "decimal(12,0)", "decimal"),
+    ("DECIMAL(65,30)", False, "string", "number"),
+    ("FLOAT", False, "float", "float"),
+    ("FLOAT", True, "string", "number"),
+    ("INTEGER", True, "decimal(38,0)", "decimal"),
+    ("DOUBLE", False, "double", "double"),
+    ("BOOLEAN", False, "boolean", "boolean"),
+    ("varchar(20)", False, "string", None),
+    ("VAR_STRING", False, "string", None),
+    ("BLOB", False, "binary", "binary"),
+    ("bit(1)", False, "binary", "binary"),
+    ("DATE", False, "date", "date"),
+    ("DATE", True, "timestamp", "timestamp"),
+    ("TIME", False, "string", "time"),
+    ("datetime(6)", False, "timestamp", "timestamp"),
+    ("TIMESTAMP(6) WITH LOCAL TIME ZONE", True, "timestamp", "timestamp"),
+    ("ZONED_DATETIME", False, "timestamp", "timestamp"),
+    ("INTERVAL_DAY_TO_SECOND", False, "string", None),
+    ("GEOMETRY", False, "string", None),
+]
+
+
+def test_oms_types_resolve_to_spark_types(spark):
+    frame = spark.createDataFrame([(wire, oracle) for wire, oracle, _, _ in OMS_TYPES], "v string, oracle boolean")
+    resolved = frame.select(ob_types.resolve(F.col("v"), F.col("oracle")).alias("r")).collect()
+    assert [(w, o, r["r"]["type"], r["r"]["conv"]) for (w, o, _, _), r in zip(OMS_TYPES, resolved, strict=True)] == [
+        tuple(t) for t in OMS_TYPES
+    ]
+
+
+OMS_TIMESTAMPS = dict(
+    [
+        ("2020-11-25 00:01:02", "2020-11-25 00:01:02.000000"),
+        ("2020-11-25 00:01:02.123456789", "2020-11-25 00:01:02.123456"),  # nanoseconds truncated
+        ("2020-11-25 00:01:02.012345 Asia/Shanghai", "2020-11-24 16:01:02.012345"),
+        ("2020-11-25T00:01:02", "2020-11-25 00:01:02.000000"),  # OMS before V3.3.0
+        ("1606233662.012345", "2020-11-24 16:01:02.012345"),  # epoch seconds (MySQL TIMESTAMP)
+        ("1606233662", "2020-11-24 16:01:02.000000"),
+        ("1590315269000.123456789", "2020-05-24 10:14:29.000123"),  # epoch milliseconds (DataWorks 2.0)
+        ("0000-00-00 00:00:00", None),  # OMS passes invalid times through: not a timestamp
+        ("soon", None),
+    ]
+)
+
+
+def test_oms_timestamps_become_utc_microsecond_text(spark):
+    canonical = evaluate(spark, lambda v: ob_types.CONVERTERS["timestamp"](v, F.lit("timestamp")), *OMS_TIMESTAMPS)
+    assert dict(zip(OMS_TIMESTAMPS, canonical, strict=True)) == OMS_TIMESTAMPS

@@ -1,0 +1,123 @@
+"""DataWorks JSON (`dataworks_json`): Oracle row ids, schema names, scn, every op of the op list, exact numbers.
+
+The document examples and real captures are covered by test_parse_dataworks.py; the scripted apply
+scenarios by test_apply.py.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from format_support import FIXTURES, parse_files, parse_lines, run, silver_rows, source_for, write_export
+
+EVERY_OP = FIXTURES / "dataworks_json" / "oracle_and_every_op.jsonl"
+ORACLE_LINES = EVERY_OP.read_text().splitlines()[:3]
+
+
+def test_oracle_table_without_primary_key_is_keyed_by_rowid(spark):
+    insert, update, delete = parse_files(spark, source_for("dataworks_json"), EVERY_OP)[:3]
+
+    assert [(r["outcome"], r["op"]) for r in (insert, update, delete)] == [
+        ("data", "INSERT"),
+        ("data", "UPDATE"),
+        ("data", "DELETE"),
+    ]
+    assert (insert["db"], insert["schema_name"], insert["table"]) == ("myDatabase", "mySchema", "tableName")
+    assert insert["primary_key"] == ["rowid"]
+    assert insert["after"] == {
+        "id": "111",
+        "name": "scooter",
+        "binData": "aGVsbG8=",
+        "ts": "2020-05-24 10:14:29.000",
+        "rowid": "AAIUMPAAFAACxExAAE",
+    }
+    assert insert["columns"] == [
+        {"name": "id", "type": "bigint"},
+        {"name": "name", "type": "string"},
+        {"name": "binData", "type": "binary"},
+        {"name": "ts", "type": "timestamp"},
+        {"name": "rowid", "type": "string"},
+    ]
+    assert update["before"]["name"] == "scooter" and update["after"]["name"] == "donald"
+    # sequenceId alone orders DataWorks changes; the scn is not part of the key
+    assert [(r["seq"], r["seq2"]) for r in (insert, update, delete)] == [
+        (Decimal("1590315269000000001"), 0),
+        (Decimal("1590315269000000002"), 0),
+        (Decimal("1590315269000000003"), 0),
+    ]
+    assert insert["event_time"] == datetime(2020, 5, 24, 10, 14, 29)
+
+
+def test_every_op_of_the_op_list_gets_its_kind(spark):
+    rows = parse_files(spark, source_for("dataworks_json"), EVERY_OP)[3:]
+
+    assert [(r["outcome"], r["op"]) for r in rows] == [
+        ("data", "UPDATE"),
+        ("control", "TRANSACTION_BEGIN"),
+        ("control", "TRANSACTION_END"),
+        ("control", "GTID"),
+        ("control", "XACOMMIT"),
+        ("control", "XAROLLBACK"),
+        *[("ddl", op) for op in ("CREATE", "ALTER", "ERASE", "QUERY", "TRUNCATE", "RENAME", "CINDEX", "DINDEX")],
+        ("heartbeat", "MHEARTBEAT"),
+    ]
+    update = rows[0]
+    assert (update["before"], update["after"]) == ({"id": "1", "status": "new"}, {"id": "1", "status": "paid"})
+    ddl = {r["op"]: r for r in rows if r["kind"] == "ddl"}
+    assert ddl["ALTER"]["ddl"] == "ALTER TABLE orders ADD COLUMN note VARCHAR(100)"
+    assert ddl["ERASE"]["ddl"] == "DROP TABLE orders"
+    assert (ddl["TRUNCATE"]["db"], ddl["TRUNCATE"]["table"]) == ("shop", "orders")
+    assert all(r["reject_reason"] is None for r in rows)
+
+
+def test_rowid_is_only_a_key_for_oracle_sources(spark, tmp_path):
+    message = json.loads(ORACLE_LINES[0])
+    message["schema"]["source"]["dbType"] = "MySQL"
+    (row,) = parse_lines(spark, source_for("dataworks_json"), tmp_path, [json.dumps(message)])
+    assert row["primary_key"] is None and row["outcome"] == "data"
+
+
+def test_numbers_keep_the_digits_they_were_sent_with(spark, tmp_path):
+    message = json.loads(ORACLE_LINES[0])
+    message["schema"]["dataColumn"].append({"name": "price", "type": "DOUBLE"})
+    message["payload"]["after"]["dataColumn"] |= {"id": "ID", "name": "1.10 and 2", "price": "PRICE"}
+    line = json.dumps(message).replace('"ID"', "123456789012345678").replace('"PRICE"', "1.10")
+    (row,) = parse_lines(spark, source_for("dataworks_json"), tmp_path, [line])
+    assert (row["after"]["id"], row["after"]["name"], row["after"]["price"]) == (
+        "123456789012345678",
+        "1.10 and 2",
+        "1.10",
+    )
+
+
+def test_a_column_declared_twice_is_quarantined(spark, tmp_path):
+    message = json.loads(ORACLE_LINES[0])
+    message["schema"]["dataColumn"].append({"name": "id", "type": "STRING"})
+    (row,) = parse_lines(spark, source_for("dataworks_json"), tmp_path, [json.dumps(message)])
+    assert (row["outcome"], row["reject_reason"]) == ("quarantined", "column(s) declared more than once: id")
+
+
+def test_oracle_rowid_table_loads_end_to_end(spark, tmp_path):
+    source = source_for("dataworks_json", tmp_path)
+    insert, update, delete = ORACLE_LINES
+    second = json.loads(insert)
+    second["payload"]["sequenceId"] = "1590315269000000000"
+    second["payload"]["after"]["dataColumn"] |= {"id": 7, "rowid": "AAIUMPAAFAACxExAAF"}
+    write_export(source, "topic/part-0.json", [json.dumps(second), insert, update])
+    write_export(source, "topic/part-1.json", [delete.replace('"id": 222', '"id": 223')])  # same rowid
+
+    reports = run(spark, source)
+
+    assert silver_rows(source, "myDatabase", "tableName") == [
+        {
+            "id": 7,
+            "name": "scooter",
+            "binData": b"hello",
+            "ts": datetime(2020, 5, 24, 10, 14, 29, tzinfo=UTC),
+            "rowid": "AAIUMPAAFAACxExAAF",
+        }
+    ]
+    apply = next(r for r in reports if r["step"] == "apply")
+    assert apply["tables"]["myDatabase.tableName"]["rows"] == 1
