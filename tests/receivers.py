@@ -47,7 +47,7 @@ def serve_smtp(port: int, out: Path) -> None:
     from aiosmtpd.controller import Controller
 
     class Handler:
-        async def handle_DATA(self, server, session, envelope) -> str:  # noqa: N802 (aiosmtpd's hook name)
+        async def handle_DATA(self, server, session, envelope) -> str:
             message = message_from_bytes(envelope.content, policy=policy.default)
             body = message.get_body(preferencelist=("html", "plain"))
             _record(
