@@ -33,6 +33,7 @@ from lakeloader import zones
 from lakeloader.config import SourceConfig
 from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
+from lakeloader.lake_index import silver_tables
 from lakeloader.land import read_manifest
 from lakeloader.lines import read_numbered_lines
 from lakeloader.parse import EXCLUDED, OUTCOME, QUARANTINED, classify
@@ -278,18 +279,6 @@ def _differing_keys(expected: DataFrame, actual: DataFrame, key: list[str], colu
 # ---------------------------------------------------------------------------------------------------------------
 # state: silver against the whole bronze change log
 # ---------------------------------------------------------------------------------------------------------------
-
-
-def silver_tables(lake: Store, source: str) -> dict[str, str]:
-    """'db.table' -> URI of every silver table of the source (a directory with a _delta_log)."""
-    prefix = f"silver/{source}/"
-    tables = {}
-    for item in lake.list(prefix):
-        parts = item.key[len(prefix) :].split("/")
-        if len(parts) >= 3 and parts[2] == "_delta_log":
-            db, table = unquote(parts[0]), unquote(parts[1])
-            tables[f"{db}.{table}"] = lake.child(zones.silver_table_dir(source, db, table))
-    return tables
 
 
 def silver_frame(spark: SparkSession, uri: str, storage_options: dict[str, str] | None) -> DataFrame:

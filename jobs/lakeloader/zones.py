@@ -10,6 +10,7 @@ audit/<source>/runs/dt=YYYY-MM-DD/hour=HH/<step>.json counts of each step's run 
 audit/<source>/reconcile/<label>.{json,md}            each reconciliation's results, machine- and human-readable
 audit/<source>/reconciliation/                        Delta table: one row per reconciliation check ever run
 audit/<source>/freshness.json                         newest change and heartbeat event times loaded
+audit/<source>/replay/<label>.json                    what each replay did
 """
 
 from __future__ import annotations
@@ -104,3 +105,11 @@ def freshness_key(source: str) -> str:
 
 def bronze_changes_root(source: str) -> str:
     return f"bronze/{source}/changes"
+
+
+def replay_report_key(source: str, label: str) -> str:
+    return f"audit/{source}/replay/{re.sub(r'[^A-Za-z0-9._-]+', '_', label)}.json"
+
+
+def rebuild_staging_dir(source: str, db: str, table: str) -> str:
+    return f"work/{source}/rebuild/{_path_safe(db)}/{_path_safe(table)}"
