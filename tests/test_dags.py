@@ -40,6 +40,10 @@ def _dagbag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config_text: str) -
     return DagBag(dag_folder=str(DAGS_DIR), safe_mode=True), config
 
 
+def _hourly(bag: DagBag) -> list:
+    return [dag for dag_id, dag in sorted(bag.dags.items()) if dag_id.endswith("_hourly")]
+
+
 @pytest.fixture
 def dagbag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[DagBag, Path]:
     return _dagbag(tmp_path, monkeypatch, CONFIG)
@@ -48,12 +52,18 @@ def dagbag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[DagBag, Pat
 def test_one_dag_per_source_without_import_errors(dagbag: tuple[DagBag, Path]) -> None:
     bag, _ = dagbag
     assert bag.import_errors == {}
-    assert sorted(bag.dag_ids) == ["lakeloader_billing_hourly", "lakeloader_shop_hourly"]
+    assert sorted(bag.dag_ids) == [
+        "lakeloader_billing_hourly",
+        "lakeloader_billing_reconcile_daily",
+        "lakeloader_replay",
+        "lakeloader_shop_hourly",
+        "lakeloader_shop_reconcile_daily",
+    ]
 
 
 def test_tasks_and_dependencies(dagbag: tuple[DagBag, Path]) -> None:
     bag, _ = dagbag
-    for dag in bag.dags.values():
+    for dag in _hourly(bag):
         assert sorted(dag.task_ids) == ["apply", "freshness", "land", "parse", "reconcile", "verify"]
         land, parse, apply, reconcile, verify, freshness = (
             dag.get_task(t) for t in ("land", "parse", "apply", "reconcile", "verify", "freshness")
@@ -132,7 +142,7 @@ def test_spark_tasks_run_the_jobs_for_the_data_interval_hour(dagbag: tuple[DagBa
 
 def test_schedule_covers_one_hour_per_run(dagbag: tuple[DagBag, Path]) -> None:
     bag, _ = dagbag
-    for dag in bag.dags.values():
+    for dag in _hourly(bag):
         assert isinstance(dag.timetable, CronDataIntervalTimetable)
         assert dag.timetable.expression == "0 * * * *"
         core = coerce_to_core_timetable(dag.timetable)
@@ -173,21 +183,21 @@ def test_invalid_config_is_an_import_error_naming_the_key(
         config += "    format: dataworks_json\n"
     bag, _ = _dagbag(tmp_path, monkeypatch, config)
     assert bag.dag_ids == []
-    assert len(bag.import_errors) == 1
-    [(path, message)] = bag.import_errors.items()
-    assert path.endswith("lakeloader_hourly.py")
-    assert "ConfigError" in message
-    for text in expected:
-        assert text in message
+    assert sorted(Path(path).name for path in bag.import_errors) == ["lakeloader_hourly.py", "lakeloader_operations.py"]
+    for message in bag.import_errors.values():
+        assert "ConfigError" in message
+        for text in expected:
+            assert text in message
 
 
 def test_missing_config_file_is_an_import_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAKELOADER_CONFIG", str(tmp_path / "absent.yaml"))
     bag = DagBag(dag_folder=str(DAGS_DIR), safe_mode=True)
     assert bag.dag_ids == []
-    [message] = bag.import_errors.values()
-    assert "absent.yaml" in message
-    assert "not found" in message
+    assert len(bag.import_errors) == 2  # the hourly and the operations DAG files
+    for message in bag.import_errors.values():
+        assert "absent.yaml" in message
+        assert "not found" in message
 
 
 def test_dag_side_never_imports_pyspark() -> None:
