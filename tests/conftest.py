@@ -159,6 +159,7 @@ def spark():
     """A local[2] SparkSession configured as the jobs configure theirs."""
     from lakeloader.spark import spark_session
 
+    os.environ.setdefault("SPARK_CONF_DIR", str(REPO_ROOT / "config" / "spark"))  # as bin/with-airflow sets it
     session = spark_session("lakeloader-tests", master="local[2]")
     yield session
     session.stop()

@@ -208,7 +208,7 @@ def test_deadline_callback_says_which_hour_is_late_and_by_how_much(tmp_path, htt
     context = {  # what the scheduler hands a Deadline Alert callback
         "dag_run": {
             "dag_id": "lakeloader_shop_hourly",
-            "run_id": "scheduled__2026-11-22T05:00:00+00:00",
+            "dag_run_id": "scheduled__2026-11-22T05:00:00+00:00",
             "state": "running",
             "data_interval_start": "2026-11-22T05:00:00Z",
             "data_interval_end": "2026-11-22T06:00:00Z",

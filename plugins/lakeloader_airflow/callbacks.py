@@ -29,6 +29,7 @@ async def deadline_missed(source: str, config: str, deadline_minutes: int, conte
     """
     declared = load_config(config).source(source)
     run = context.get("dag_run") or {}
+    run_id = run.get("dag_run_id") or run.get("run_id")  # the scheduler hands the REST API's DAGRunResponse
     deadline = _moment((context.get("deadline") or {}).get("deadline_time"))
     interval_start, interval_end = _moment(run.get("data_interval_start")), _moment(run.get("data_interval_end"))
     now = datetime.now(UTC)
@@ -44,7 +45,7 @@ async def deadline_missed(source: str, config: str, deadline_minutes: int, conte
         kind=alerts.DEADLINE_MISSED,
         summary=summary,
         dag_id=run.get("dag_id"),
-        run_id=run.get("run_id"),
+        run_id=run_id,
         amount_seconds=late,
         details={
             "hour": hour,
