@@ -216,13 +216,15 @@ The steps are built to be rerun for an hour (landing never copies a file twice):
 
   ```
   airflow backfill create --dag-id {dag_id_for(source.name)} --reprocess-behavior completed \\
-      --from-date {example_hour.isoformat()} --to-date {example_hour.isoformat()}
+      --max-active-runs 1 --from-date {example_hour.isoformat()} --to-date {example_hour.isoformat()}
   ```
 
-- A manual trigger *with a logical date T* covers the last complete hour before T: to load
-  `{hour_text}` trigger with `{next_hour.isoformat()}`. A trigger without a logical date has no hour and fails.
+- A trigger from the UI's form with logical date T covers the hour ending at T: to load `{hour_text}`
+  trigger with `{next_hour.isoformat()}`. (`airflow dags trigger` in Airflow 3.3 covers the last complete
+  hour before the trigger time instead; a trigger without a logical date has no hour and fails.)
 
-Runs of this DAG never overlap (max one active run), because landing relies on it.
+Scheduled runs of this DAG never overlap (max one active run); backfill runs may, but the lake-writing
+tasks share the source's one-slot pool, and `--max-active-runs 1` keeps them in order.
 """
 
 
