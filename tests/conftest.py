@@ -3,6 +3,8 @@
 Object storage
     s3_endpoint  (session)  URL of a real moto S3 server on loopback, started once, stopped by PID.
     s3_bucket    (function) name of a fresh, empty bucket on that server.
+Alert receivers
+    http_receiver, smtp_receiver (function) a real HTTP / SMTP server process on loopback, stopped by PID.
 """
 
 from __future__ import annotations
@@ -157,8 +159,77 @@ def spark():
     """A local[2] SparkSession configured as the jobs configure theirs."""
     from lakeloader.spark import spark_session
 
+    os.environ.setdefault("SPARK_CONF_DIR", str(REPO_ROOT / "config" / "spark"))  # as bin/with-airflow sets it
     session = spark_session("lakeloader-tests", master="local[2]")
     yield session
     session.stop()
     # py4j logs "Closing down clientserver connection" from __del__ at exit, after pytest closed its streams
     logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Alert receivers: a real HTTP server and a real SMTP server (aiosmtpd) on 127.0.0.1, each its own process
+#     http_receiver, smtp_receiver  (function)  Receiver: .port, .url, .received(), .wait_for(count, timeout)
+# ---------------------------------------------------------------------------------------------------------------
+
+RECEIVERS = Path(__file__).resolve().parent / "receivers.py"
+
+
+class Receiver:
+    """A receiver process; everything it received, as dicts, in arrival order."""
+
+    def __init__(self, kind: str, port: int, out: Path, process: subprocess.Popen[bytes]) -> None:
+        self.kind, self.port, self.out, self.process = kind, port, out, process
+        self.url = f"http://127.0.0.1:{port}"
+
+    def received(self) -> list[dict]:
+        import json
+
+        text = self.out.read_text(encoding="utf-8") if self.out.exists() else ""
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def wait_for(self, count: int = 1, timeout: float = 30.0) -> list[dict]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.received()
+            if len(found) >= count:
+                return found
+            time.sleep(0.2)
+        raise AssertionError(f"{self.kind} receiver got {len(self.received())} of {count} within {timeout}s")
+
+
+def _start_receiver(kind: str, directory: Path) -> Iterator[Receiver]:
+    port = _free_port()
+    out = directory / f"{kind}-received.jsonl"
+    log_path = directory / f"{kind}-receiver.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, str(RECEIVERS), kind, str(port), str(out)], stdout=log, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + _STARTUP_TIMEOUT_SECONDS
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"{kind} receiver exited with {process.returncode}:\n{log_path.read_text()}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
+                    if kind == "smtp":
+                        probe.recv(100)  # the greeting: aiosmtpd is serving
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{kind} receiver did not listen:\n{log_path.read_text()}") from None
+                time.sleep(0.1)
+        yield Receiver(kind, port, out, process)
+    finally:
+        _stop(process)
+
+
+@pytest.fixture
+def http_receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Receiver]:
+    yield from _start_receiver("http", tmp_path_factory.mktemp("http-receiver"))
+
+
+@pytest.fixture
+def smtp_receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Receiver]:
+    yield from _start_receiver("smtp", tmp_path_factory.mktemp("smtp-receiver"))

@@ -1,5 +1,5 @@
 """End to end through Airflow: `airflow dags test` of the shop DAG for two hours of a DataWorks-JSON export,
-then the silver Delta table holds exactly the rows the changes leave behind."""
+then the silver Delta table holds exactly the rows the changes leave behind and each hour reconciles."""
 
 from __future__ import annotations
 
@@ -163,6 +163,8 @@ def test_two_hours_through_airflow_reach_the_silver_table(tmp_path: Path, airflo
         )
         assert sorted(f["export_key"] for f in manifest["files"]) == expected_files
 
+    reports = [json.loads(p.read_text()) for p in sorted((lake / "audit/shop/reconcile").glob("*.json"))]
+    assert sorted((r["hours"], r["ok"]) for r in reports) == [(["2026-11-21T10"], True), (["2026-11-21T11"], True)]
     table = pa.table(pa.RecordBatchReader.from_stream(DeltaTable(str(lake / "silver/shop/shop/orders")).scan()))
     metadata_columns = [name for name in table.column_names if name not in USER_COLUMNS]
     assert set(USER_COLUMNS) <= set(table.column_names)

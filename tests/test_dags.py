@@ -25,6 +25,7 @@ sources:
     lake_root: lake
     start_date: "2026-11-21T00:00:00+00:00"
     retries: 3
+    deadline_minutes: 45
   - name: billing
     format: dataworks_json
     export_uri: s3://exports/billing
@@ -39,6 +40,10 @@ def _dagbag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config_text: str) -
     return DagBag(dag_folder=str(DAGS_DIR), safe_mode=True), config
 
 
+def _hourly(bag: DagBag) -> list:
+    return [dag for dag_id, dag in sorted(bag.dags.items()) if dag_id.endswith("_hourly")]
+
+
 @pytest.fixture
 def dagbag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[DagBag, Path]:
     return _dagbag(tmp_path, monkeypatch, CONFIG)
@@ -47,21 +52,71 @@ def dagbag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[DagBag, Pat
 def test_one_dag_per_source_without_import_errors(dagbag: tuple[DagBag, Path]) -> None:
     bag, _ = dagbag
     assert bag.import_errors == {}
-    assert sorted(bag.dag_ids) == ["lakeloader_billing_hourly", "lakeloader_shop_hourly"]
+    assert sorted(bag.dag_ids) == [
+        "lakeloader_billing_hourly",
+        "lakeloader_billing_reconcile_daily",
+        "lakeloader_replay",
+        "lakeloader_shop_hourly",
+        "lakeloader_shop_reconcile_daily",
+    ]
 
 
 def test_tasks_and_dependencies(dagbag: tuple[DagBag, Path]) -> None:
     bag, _ = dagbag
-    for dag in bag.dags.values():
-        assert sorted(dag.task_ids) == ["apply", "land", "parse"]
-        land, parse, apply = (dag.get_task(t) for t in ("land", "parse", "apply"))
+    for dag in _hourly(bag):
+        assert sorted(dag.task_ids) == ["apply", "freshness", "land", "parse", "reconcile", "verify"]
+        land, parse, apply, reconcile, verify, freshness = (
+            dag.get_task(t) for t in ("land", "parse", "apply", "reconcile", "verify", "freshness")
+        )
         assert land.upstream_task_ids == set()
         assert land.downstream_task_ids == {"parse"}
         assert parse.downstream_task_ids == {"apply"}
-        assert apply.downstream_task_ids == set()
+        assert apply.downstream_task_ids == {"reconcile"}
+        assert reconcile.downstream_task_ids == {"verify", "freshness"}
+        assert freshness.trigger_rule == "all_done"  # checks freshness even when loading failed
         assert not isinstance(land, SparkSubmitOperator)
-        for task in (land, parse, apply):
+        for task in (land, parse, apply, reconcile, verify, freshness):
             assert task.doc_md and task.doc_md.strip()
+
+
+def test_lake_writing_tasks_share_the_sources_one_slot_pool(dagbag: tuple[DagBag, Path]) -> None:
+    bag, _ = dagbag
+    for source in ("shop", "billing"):
+        dag = bag.dags[f"lakeloader_{source}_hourly"]
+        pools = {task.task_id: task.pool for task in dag.tasks}
+        assert pools == {
+            "land": f"lakeloader_{source}",
+            "parse": f"lakeloader_{source}",
+            "apply": f"lakeloader_{source}",
+            "reconcile": f"lakeloader_{source}",
+            "verify": "default_pool",
+            "freshness": "default_pool",
+        }
+
+
+def test_every_run_has_a_deadline_relative_to_its_data_interval_end(dagbag: tuple[DagBag, Path]) -> None:
+    from lakeloader_airflow.deadlines import DataIntervalEnd
+
+    bag, config = dagbag
+    [alert] = bag.dags["lakeloader_shop_hourly"].deadline
+    assert isinstance(alert.reference, DataIntervalEnd)
+    assert alert.interval == timedelta(minutes=45)
+    assert alert.callback.path == "lakeloader_airflow.callbacks.deadline_missed"
+    assert alert.callback.kwargs == {"source": "shop", "config": str(config.resolve()), "deadline_minutes": 45}
+    [default] = bag.dags["lakeloader_billing_hourly"].deadline
+    assert default.interval == timedelta(minutes=60)
+
+
+def test_failed_tasks_alert_through_the_sources_channels(dagbag: tuple[DagBag, Path]) -> None:
+    from lakeloader_airflow.callbacks import FailureAlert
+
+    bag, config = dagbag
+    for task in bag.dags["lakeloader_shop_hourly"].tasks:
+        [callback] = task.on_failure_callback
+        assert isinstance(callback, FailureAlert)
+        assert (callback.source, callback.config) == ("shop", str(config.resolve()))
+    checks = [bag.dags["lakeloader_shop_hourly"].get_task(t) for t in ("verify", "freshness")]
+    assert all(task.retries == 0 for task in checks)  # a check gives the same answer when retried
 
 
 def test_spark_tasks_run_the_jobs_for_the_data_interval_hour(dagbag: tuple[DagBag, Path]) -> None:
@@ -87,7 +142,7 @@ def test_spark_tasks_run_the_jobs_for_the_data_interval_hour(dagbag: tuple[DagBa
 
 def test_schedule_covers_one_hour_per_run(dagbag: tuple[DagBag, Path]) -> None:
     bag, _ = dagbag
-    for dag in bag.dags.values():
+    for dag in _hourly(bag):
         assert isinstance(dag.timetable, CronDataIntervalTimetable)
         assert dag.timetable.expression == "0 * * * *"
         core = coerce_to_core_timetable(dag.timetable)
@@ -104,8 +159,9 @@ def test_dag_settings_follow_the_source(dagbag: tuple[DagBag, Path]) -> None:
     assert shop.start_date == datetime(2026, 11, 21, tzinfo=UTC)
     assert shop.tags == {"lakeloader", "shop", "dataworks_json"}
     assert billing.tags == {"lakeloader", "billing", "dataworks_json"}
-    assert all(task.retries == 3 for task in shop.tasks)
-    assert all(task.retries == 2 for task in billing.tasks)  # the config's default
+    loaders = ("land", "parse", "apply", "reconcile")
+    assert all(shop.get_task(task).retries == 3 for task in loaders)
+    assert all(billing.get_task(task).retries == 2 for task in loaders)  # the config's default
     assert all(task.retry_delay > timedelta(0) for task in shop.tasks)
     for dag in (shop, billing):
         assert dag.doc_md and "Rerunning an hour" in dag.doc_md
@@ -127,21 +183,21 @@ def test_invalid_config_is_an_import_error_naming_the_key(
         config += "    format: dataworks_json\n"
     bag, _ = _dagbag(tmp_path, monkeypatch, config)
     assert bag.dag_ids == []
-    assert len(bag.import_errors) == 1
-    [(path, message)] = bag.import_errors.items()
-    assert path.endswith("lakeloader_hourly.py")
-    assert "ConfigError" in message
-    for text in expected:
-        assert text in message
+    assert sorted(Path(path).name for path in bag.import_errors) == ["lakeloader_hourly.py", "lakeloader_operations.py"]
+    for message in bag.import_errors.values():
+        assert "ConfigError" in message
+        for text in expected:
+            assert text in message
 
 
 def test_missing_config_file_is_an_import_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAKELOADER_CONFIG", str(tmp_path / "absent.yaml"))
     bag = DagBag(dag_folder=str(DAGS_DIR), safe_mode=True)
     assert bag.dag_ids == []
-    [message] = bag.import_errors.values()
-    assert "absent.yaml" in message
-    assert "not found" in message
+    assert len(bag.import_errors) == 2  # the hourly and the operations DAG files
+    for message in bag.import_errors.values():
+        assert "absent.yaml" in message
+        assert "not found" in message
 
 
 def test_dag_side_never_imports_pyspark() -> None:

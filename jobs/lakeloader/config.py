@@ -10,7 +10,7 @@ import difflib
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -39,6 +39,58 @@ class ConfigError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class WebhookAlert(_Strict):
+    """POST a JSON document describing the alert to an HTTP(S) endpoint."""
+
+    type: Literal["webhook"]
+    url: str = Field(pattern=r"^https?://", description="http:// or https:// URL that receives the JSON body")
+    headers: dict[str, str] = Field(default_factory=dict, description="extra request headers (e.g. a token)")
+    timeout_seconds: float = Field(default=10.0, gt=0)
+
+
+class SlackAlert(_Strict):
+    """Post to Slack through an Airflow Slack Incoming Webhook connection."""
+
+    type: Literal["slack"]
+    conn_id: str = Field(default="slack_default", description="Airflow connection of type slackwebhook")
+
+
+class EmailAlert(_Strict):
+    """Send an e-mail through an Airflow SMTP connection."""
+
+    type: Literal["email"]
+    to: tuple[str, ...] = Field(description="recipient addresses")
+    from_email: str | None = Field(default=None, description="sender; default: the connection's from_email")
+    conn_id: str = Field(default="smtp_default", description="Airflow connection of type smtp")
+
+    @field_validator("to")
+    @classmethod
+    def _some_recipient(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value or not all("@" in address for address in value):
+            raise ValueError("expected a list of one or more e-mail addresses")
+        return value
+
+
+AlertChannel = Annotated[WebhookAlert | SlackAlert | EmailAlert, Field(discriminator="type")]
+SNAPSHOT_FORMATS = ("json", "csv", "parquet")
+
+
+class SnapshotExport(_Strict):
+    """The source's full export of current rows, one directory per table: <uri>/<db>/<table>/ (any file names)."""
+
+    uri: str = Field(description="directory, file:///path or s3://bucket/prefix holding <db>/<table>/ directories")
+    format: Literal[SNAPSHOT_FORMATS] = Field(  # type: ignore[valid-type]
+        default="json", description=f"file format of the rows, one of: {', '.join(SNAPSHOT_FORMATS)}"
+    )
+
+    @field_validator("uri")
+    @classmethod
+    def _known_scheme(cls, value: str) -> str:
+        if "://" in value and not value.startswith(("file://", "s3://")):
+            raise ValueError("expected a local path, a file:// URI or an s3://bucket/prefix URI")
+        return value
 
 
 class SourceConfig(_Strict):
@@ -79,6 +131,18 @@ class SourceConfig(_Strict):
         description="'db.table' -> {column: Spark SQL type}, for formats whose messages carry no column types "
         f"({', '.join(FORMATS_WITHOUT_TYPES)}); other columns load as strings",
     )
+    # Operations (deadlines, freshness, alerts, reconciliation against the source); see README "Operating guide".
+    deadline_minutes: int = Field(
+        default=60, ge=1, description="an hourly run is late this many minutes after the end of its data interval"
+    )
+    freshness_sla_minutes: int | None = Field(
+        default=None, ge=1, description="alert when the newest loaded change or heartbeat is older than this"
+    )
+    heartbeat_timeout_minutes: int | None = Field(
+        default=None, ge=1, description="alert when the newest loaded heartbeat is older than this"
+    )
+    alerts: tuple[AlertChannel, ...] = Field(default=(), description="where alerts go: webhook, slack and/or email")
+    snapshot: SnapshotExport | None = Field(default=None, description="full export of current rows to reconcile")
 
     @field_validator("export_uri", "lake_root")
     @classmethod
@@ -209,6 +273,9 @@ def _resolve_paths(source: dict, base: Path) -> dict:
         value = source.get(key)
         if isinstance(value, str) and "://" not in value:
             source[key] = str((base / os.path.expandvars(value)).resolve())
+    snapshot = source.get("snapshot")
+    if isinstance(snapshot, dict) and isinstance(snapshot.get("uri"), str) and "://" not in snapshot["uri"]:
+        source["snapshot"] = {**snapshot, "uri": str((base / os.path.expandvars(snapshot["uri"])).resolve())}
     return source
 
 

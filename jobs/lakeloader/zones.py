@@ -7,10 +7,15 @@ bronze/<source>/quarantine/dt=YYYY-MM-DD/hour=HH/     rejected messages with rea
 silver/<source>/<db>/<table>/                         one Delta table per source table
 audit/<source>/landed/<file id>.json                  ledger: one entry per export file ever landed
 audit/<source>/runs/dt=YYYY-MM-DD/hour=HH/<step>.json counts of each step's run for that hour
+audit/<source>/reconcile/<label>.{json,md}            each reconciliation's results, machine- and human-readable
+audit/<source>/reconciliation/                        Delta table: one row per reconciliation check ever run
+audit/<source>/freshness.json                         newest change and heartbeat event times loaded
+audit/<source>/replay/<label>.json                    what each replay did
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
@@ -89,3 +94,28 @@ def tombstones_dir(source: str, db: str, table: str) -> str:
 def _path_safe(name: str) -> str:
     encoded = quote(name, safe="")
     return encoded.replace(".", "%2E") if set(encoded) == {"."} else encoded
+
+
+def reconcile_report_key(source: str, label: str, extension: str) -> str:
+    """A reconciliation's report; the label (e.g. an Airflow run id) is reduced to path-safe characters."""
+    return f"audit/{source}/reconcile/{re.sub(r'[^A-Za-z0-9._-]+', '_', label)}.{extension}"
+
+
+def reconciliation_table_dir(source: str) -> str:
+    return f"audit/{source}/reconciliation"
+
+
+def freshness_key(source: str) -> str:
+    return f"audit/{source}/freshness.json"
+
+
+def bronze_changes_root(source: str) -> str:
+    return f"bronze/{source}/changes"
+
+
+def replay_report_key(source: str, label: str) -> str:
+    return f"audit/{source}/replay/{re.sub(r'[^A-Za-z0-9._-]+', '_', label)}.json"
+
+
+def rebuild_staging_dir(source: str, db: str, table: str) -> str:
+    return f"work/{source}/rebuild/{_path_safe(db)}/{_path_safe(table)}"

@@ -1,30 +1,40 @@
-"""Build the hourly DAG of one configured source: land -> parse -> apply.
+"""Build the hourly DAG of one configured source: land -> parse -> apply -> reconcile -> verify, and freshness.
 
-Wiring only: landing lives in `lakeloader.land`, parsing and applying in the Spark entry points
-`jobs/parse.py` and `jobs/apply.py`, which run through spark-submit. Every run covers one data interval
-(one hour with the default schedule) and hands its start to each step as the hour to process.
+Wiring only: landing lives in `lakeloader.land`, parsing, applying and reconciling in the Spark entry points
+`jobs/parse.py`, `jobs/apply.py` and `jobs/reconcile.py`, which run through spark-submit; the checks in
+`lakeloader_airflow.checks`. Every run covers one data interval (one hour with the default schedule) and
+hands its start to each step as the hour to process.
+
+Operations: every run has a Deadline Alert (data interval end + the source's `deadline_minutes`), every
+task alerts through the source's channels when it fails its last retry, and the tasks that write the lake
+run in the source's pool (one slot), which the replay and daily reconciliation DAGs share.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, CronDataIntervalTimetable, task
+from airflow.sdk import DAG, AsyncCallback, CronDataIntervalTimetable, DeadlineAlert, task
 
 import lakeloader
 from lakeloader import zones
 from lakeloader.config import SourceConfig
 from lakeloader.land import land_hour
+from lakeloader_airflow import checks
+from lakeloader_airflow.callbacks import FailureAlert, deadline_missed
+from lakeloader_airflow.deadlines import DataIntervalEnd
 
 log = logging.getLogger(__name__)
 
 JOBS_DIR = Path(lakeloader.__file__).resolve().parent.parent
 PARSE_APP = JOBS_DIR / "parse.py"
 APPLY_APP = JOBS_DIR / "apply.py"
+RECONCILE_APP = JOBS_DIR / "reconcile.py"
 
 SPARK_CONN_ID = "spark_default"
 SPARK_CONF = {"spark.sql.session.timeZone": "UTC", "spark.ui.enabled": "false"}
@@ -34,6 +44,59 @@ RETRY_DELAY = timedelta(minutes=5)
 
 def dag_id_for(source_name: str) -> str:
     return f"lakeloader_{source_name}_hourly"
+
+
+def pool_for(source_name: str) -> str:
+    """The one-slot pool of a source: its lake-writing tasks (hourly, replay, daily reconcile) never overlap."""
+    return f"lakeloader_{source_name}"
+
+
+def default_args(source: SourceConfig, config_file: Path) -> dict[str, Any]:
+    return {
+        "retries": source.retries,
+        "retry_delay": RETRY_DELAY,
+        "on_failure_callback": FailureAlert(source.name, str(config_file)),
+    }
+
+
+def spark_task(task_id: str, app: Path, args: list[str], source: SourceConfig, doc: str) -> SparkSubmitOperator:
+    """A spark-submit step of `source`, in the source's pool."""
+    return SparkSubmitOperator(
+        task_id=task_id,
+        doc_md=doc,
+        conn_id=SPARK_CONN_ID,
+        application=str(app),
+        application_args=list(args),
+        conf=dict(SPARK_CONF),
+        name=f"lakeloader-{source.name}-{task_id}-{HOUR_TEMPLATE}",
+        verbose=False,
+        pool=pool_for(source.name),
+    )
+
+
+def running_dags_test() -> bool:
+    """Whether this process is `airflow dags test`, which Airflow 3.3.2 cannot run with a Deadline Alert.
+
+    `DAG.test()` leaves the encoded alerts in the run's DAG and crashes after a successful run
+    (apache/airflow#73428, fix proposed in #73430). `dags test` has no scheduler or triggerer, so no deadline
+    could fire there anyway; the alert is left out only in that process. Remove once Airflow ships the fix.
+    """
+    return sys.argv[1:3] == ["dags", "test"]
+
+
+def hourly_deadline(source: SourceConfig, config_file: Path) -> DeadlineAlert | None:
+    """Late when the run has not finished `deadline_minutes` after the end of its data interval."""
+    if running_dags_test():
+        return None
+    return DeadlineAlert(
+        reference=DataIntervalEnd(),
+        interval=timedelta(minutes=source.deadline_minutes),
+        callback=AsyncCallback(
+            deadline_missed,
+            kwargs={"source": source.name, "config": str(config_file), "deadline_minutes": source.deadline_minutes},
+        ),
+        name=f"lakeloader {source.name}: hour loaded {source.deadline_minutes} min after it ended",
+    )
 
 
 def build_hourly_dag(source: SourceConfig, config_file: Path) -> DAG:
@@ -48,12 +111,13 @@ def build_hourly_dag(source: SourceConfig, config_file: Path) -> DAG:
         start_date=datetime.fromisoformat(source.start_date),
         catchup=False,
         max_active_runs=1,
-        default_args={"retries": source.retries, "retry_delay": RETRY_DELAY},
+        default_args=default_args(source, config_file),
+        deadline=hourly_deadline(source, config_file),
         tags=["lakeloader", source.name, source.format],
         doc_md=_dag_doc(source, config_file),
     ) as dag:
 
-        @task(task_id="land", doc_md=_LAND_DOC)
+        @task(task_id="land", doc_md=_LAND_DOC, pool=pool_for(source.name))
         def land(data_interval_start: datetime | None = None) -> dict[str, Any]:
             if data_interval_start is None:
                 raise ValueError(
@@ -64,28 +128,21 @@ def build_hourly_dag(source: SourceConfig, config_file: Path) -> DAG:
             log.info("landed hour %s of source %s: %s", summary["hour"], source.name, summary)
             return summary
 
-        parse = SparkSubmitOperator(
-            task_id="parse",
-            doc_md=_PARSE_DOC,
-            conn_id=SPARK_CONN_ID,
-            application=str(PARSE_APP),
-            application_args=list(spark_args),
-            conf=dict(SPARK_CONF),
-            name=f"lakeloader-{source.name}-parse-{HOUR_TEMPLATE}",
-            verbose=False,
-        )
-        apply = SparkSubmitOperator(
-            task_id="apply",
-            doc_md=_APPLY_DOC,
-            conn_id=SPARK_CONN_ID,
-            application=str(APPLY_APP),
-            application_args=list(spark_args),
-            conf=dict(SPARK_CONF),
-            name=f"lakeloader-{source.name}-apply-{HOUR_TEMPLATE}",
-            verbose=False,
-        )
+        parse = spark_task("parse", PARSE_APP, spark_args, source, _PARSE_DOC)
+        apply = spark_task("apply", APPLY_APP, spark_args, source, _APPLY_DOC)
+        reconcile_args = ["--source", source.name, "--from", HOUR_TEMPLATE, "--checks", "accounting"]
+        reconcile_args += ["--label", "{{ run_id }}", "--config", str(config_file)]
+        reconcile = spark_task("reconcile", RECONCILE_APP, reconcile_args, source, _RECONCILE_DOC)
 
-        land() >> parse >> apply
+        @task(task_id="verify", doc_md=_VERIFY_DOC, retries=0)
+        def verify(dag_run=None) -> dict[str, Any]:
+            return checks.verify_reconciliation(source, dag_run.run_id, dag_run.dag_id, dag_run.run_id)
+
+        @task(task_id="freshness", doc_md=_FRESHNESS_DOC, retries=0, trigger_rule="all_done")
+        def freshness(dag_run=None) -> dict[str, Any]:
+            return checks.check_freshness(source, dag_run.dag_id, dag_run.run_id)
+
+        land() >> parse >> apply >> reconcile >> [verify(), freshness()]
 
     return dag
 
@@ -118,6 +175,35 @@ the hour from the run's *data interval start* to its *data interval end*.
    `{lake}/bronze/{source.name}/quarantine/…` with the reason.
 3. **apply** (Spark): orders the hour's changes by sequence, removes duplicates, and merges inserts, updates and deletes
    into the silver Delta tables `{lake}/silver/{source.name}/<db>/<table>/`.
+4. **reconcile** (Spark): recounts the hour's landed files line by line and checks every message ended up
+   exactly once in bronze or quarantine (or outside the include list); updates the freshness watermark.
+5. **verify**: reads that report; its XCom holds the hour's counts, what was quarantined (reasons and where),
+   and the report's location. Any gap fails this task and alerts.
+6. **freshness** (runs even when an earlier step failed): how far the newest loaded change or heartbeat lags
+   wall-clock time; alerts and fails when over the source's freshness SLA or heartbeat timeout.
+
+## Answering from the UI
+
+- *Which hour last loaded?* The newest successful run in the Grid view: its data interval is the hour
+  (also `hour` in the XCom of **verify**).
+- *How far behind is the data?* XCom of the newest **freshness** task: `watermark`, `lag_minutes`,
+  `newest_heartbeat`, `heartbeat_age_minutes`.
+- *What was quarantined?* XCom of **verify**: `quarantined`, `quarantine_reasons`, `quarantine_location`;
+  the log of **parse** prints the same counts.
+
+## Deadlines and alerts
+
+| | |
+|---|---|
+| deadline | {source.deadline_minutes} min after the end of the data interval (Deadline Alert) |
+| freshness SLA | {_minutes_or_off(source.freshness_sla_minutes)} |
+| heartbeat timeout | {_minutes_or_off(source.heartbeat_timeout_minutes)} |
+| alert channels | {", ".join(c.type for c in source.alerts) or "none configured: alerts are only logged"} |
+
+A task that fails its last retry alerts through the same channels. Tasks that write the lake run in the
+pool `{pool_for(source.name)}` (one slot), shared with the replay and daily reconciliation DAGs: create
+it once with `airflow pools set {pool_for(source.name)} 1 "lakeloader {source.name}"` (or
+`python -m lakeloader_airflow.pools`); without it those tasks are never scheduled.
 
 ## Rerunning an hour
 
@@ -130,14 +216,20 @@ The steps are built to be rerun for an hour (landing never copies a file twice):
 
   ```
   airflow backfill create --dag-id {dag_id_for(source.name)} --reprocess-behavior completed \\
-      --from-date {example_hour.isoformat()} --to-date {example_hour.isoformat()}
+      --max-active-runs 1 --from-date {example_hour.isoformat()} --to-date {example_hour.isoformat()}
   ```
 
-- A manual trigger *with a logical date T* covers the last complete hour before T: to load
-  `{hour_text}` trigger with `{next_hour.isoformat()}`. A trigger without a logical date has no hour and fails.
+- A trigger from the UI's form with logical date T covers the hour ending at T: to load `{hour_text}`
+  trigger with `{next_hour.isoformat()}`. (`airflow dags trigger` in Airflow 3.3 covers the last complete
+  hour before the trigger time instead; a trigger without a logical date has no hour and fails.)
 
-Runs of this DAG never overlap (max one active run), because landing relies on it.
+Scheduled runs of this DAG never overlap (max one active run); backfill runs may, but the lake-writing
+tasks share the source's one-slot pool, and `--max-active-runs 1` keeps them in order.
 """
+
+
+def _minutes_or_off(value: int | None) -> str:
+    return f"{value} min" if value else "not checked (not configured)"
 
 
 _LAND_DOC = """\
@@ -164,4 +256,32 @@ _APPLY_DOC = """\
 `spark-submit jobs/apply.py` for this run's hour: orders the hour's bronze changes per table, removes
 duplicates, keeps the last change per key, and merges the changes into the
 silver Delta tables. Prints a JSON summary line when it succeeds.
+"""
+
+_RECONCILE_DOC = """\
+### reconcile
+
+`spark-submit jobs/reconcile.py --checks accounting` for this run's hour: the hour's landed files must
+still be in the raw zone with the manifest's sizes, and every line of them must be in bronze (data, ddl,
+heartbeat, control) or quarantine exactly once, or belong to a table outside the include list. Writes
+`audit/<source>/reconcile/<run id>.{json,md}` and a row per check to the `audit/<source>/reconciliation`
+Delta table, and moves the freshness watermark forward. Succeeds whenever it could check; **verify** judges.
+"""
+
+_VERIFY_DOC = """\
+### verify
+
+Reads this run's reconciliation report and logs it in readable form. XCom: the hour, messages landed,
+counts per outcome, what was quarantined (count, reasons, location) and the report's location. A gap
+(a missing landed file, a message neither in bronze nor quarantine, one counted twice) fails the task
+and alerts with what is missing.
+"""
+
+_FRESHNESS_DOC = """\
+### freshness
+
+Compares the source's watermark (the newest change or heartbeat event time loaded) with wall-clock time.
+XCom: `watermark`, `lag_minutes`, `newest_heartbeat`, `heartbeat_age_minutes` and the configured limits.
+Alerts and fails when the lag exceeds `freshness_sla_minutes` or the newest heartbeat is older than
+`heartbeat_timeout_minutes`. Runs even when an earlier step failed, since then the data is falling behind.
 """

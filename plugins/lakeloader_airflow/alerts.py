@@ -1,0 +1,184 @@
+"""Alerts: what is late or wrong, by how much, with a link to the run, sent through Airflow notifiers.
+
+Each source chooses its channels in the configuration (`alerts:`): a generic webhook (a JSON body, sent by
+`WebhookNotifier` below), Slack (`SlackWebhookNotifier` of apache-airflow-providers-slack) and e-mail
+(`SmtpNotifier` of apache-airflow-providers-smtp). `deliver` sends from a task or callback; `adeliver` from
+the triggerer (Deadline Alert callbacks). Every channel is tried; failures are raised after all were tried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import logging
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from airflow.sdk import BaseNotifier
+
+from lakeloader.config import EmailAlert, SlackAlert, SourceConfig, WebhookAlert
+
+log = logging.getLogger(__name__)
+
+# what an alert is about
+DEADLINE_MISSED = "deadline_missed"
+FRESHNESS_LAG = "freshness_lag"
+HEARTBEAT_SILENCE = "heartbeat_silence"
+RECONCILIATION_MISMATCH = "reconciliation_mismatch"
+TASK_FAILED = "task_failed"
+
+
+class AlertSent(RuntimeError):
+    """Fails a check task whose problem was already alerted, so the failure callback does not alert twice."""
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One alert. `amount_seconds` is how late or how far behind (None when not a matter of time)."""
+
+    source: str
+    kind: str
+    summary: str
+    dag_id: str | None = None
+    run_id: str | None = None
+    task_id: str | None = None
+    amount_seconds: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    sent_at: str = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0).isoformat())
+
+    @property
+    def run_url(self) -> str | None:
+        return run_url(self.dag_id, self.run_id, self.task_id) if self.dag_id and self.run_id else None
+
+    def as_json(self) -> dict[str, Any]:
+        return {**asdict(self), "run_url": self.run_url, "product": "lakeloader"}
+
+    def subject(self) -> str:
+        return f"[lakeloader] {self.source}: {self.kind.replace('_', ' ')}"
+
+    def text(self) -> str:
+        lines = [self.summary]
+        lines += [f"{key}: {_plain(value)}" for key, value in self.details.items()]
+        if self.run_url:
+            lines.append(f"run: {self.run_url}")
+        return "\n".join(lines)
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, list):
+        return "; ".join(str(v) for v in value)
+    return str(value)
+
+
+def run_url(dag_id: str, run_id: str, task_id: str | None = None) -> str:
+    """The run (or task) page in the Airflow UI, from `[api] base_url` (as Airflow builds its log links)."""
+    from airflow.sdk import conf
+
+    base = conf.get("api", "base_url", fallback=None) or "http://localhost:8080/"
+    url = f"{base.rstrip('/')}/dags/{quote(dag_id)}/runs/{quote(run_id, safe='')}"
+    return url + (f"/tasks/{quote(task_id)}" if task_id else "")
+
+
+def minutes(seconds: float) -> str:
+    """'1 h 05 min' style, for messages."""
+    total = round(seconds / 60)
+    return f"{total // 60} h {total % 60:02d} min" if total >= 60 else f"{total} min"
+
+
+class WebhookNotifier(BaseNotifier):
+    """POST `body` as JSON to `url` (any HTTP endpoint: an incident tool, a chat bridge, a test receiver)."""
+
+    template_fields = ()
+
+    def __init__(self, *, url: str, body: dict[str, Any], headers: dict[str, str] | None = None, timeout=10.0):
+        super().__init__()
+        self.url, self.body, self.headers, self.timeout = url, body, dict(headers or {}), timeout
+
+    def _request_headers(self) -> dict[str, str]:
+        return {"Content-Type": "application/json", "User-Agent": "lakeloader-alerts", **self.headers}
+
+    def notify(self, context) -> None:
+        data = json.dumps(self.body, default=str).encode()
+        request = urllib.request.Request(self.url, data=data, headers=self._request_headers(), method="POST")
+        with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            response.read()
+
+    async def async_notify(self, context) -> None:
+        import aiohttp
+
+        timeout = aiohttp.ClientTimeout(total=self.timeout)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            payload = json.dumps(self.body, default=str)
+            async with session.post(self.url, data=payload, headers=self._request_headers()) as response:
+                response.raise_for_status()
+
+
+def _verbatim(text: str) -> str:
+    """Slack and SMTP notifiers render their text as Jinja templates; alert text must arrive as written."""
+    return "{% raw %}" + text + "{% endraw %}"
+
+
+def notifiers(source: SourceConfig, alert: Alert) -> list[BaseNotifier]:
+    """One notifier per configured channel of the source, carrying this alert."""
+    from airflow.providers.slack.notifications.slack_webhook import SlackWebhookNotifier
+    from airflow.providers.smtp.notifications.smtp import SmtpNotifier
+
+    result: list[BaseNotifier] = []
+    for channel in source.alerts:
+        if isinstance(channel, WebhookAlert):
+            result.append(
+                WebhookNotifier(
+                    url=channel.url, body=alert.as_json(), headers=channel.headers, timeout=channel.timeout_seconds
+                )
+            )
+        elif isinstance(channel, SlackAlert):
+            text = f"*{alert.subject()}*\n{alert.text()}"
+            result.append(SlackWebhookNotifier(slack_webhook_conn_id=channel.conn_id, text=_verbatim(text)))
+        elif isinstance(channel, EmailAlert):
+            body = f"<pre>{html.escape(alert.text())}</pre>"
+            result.append(
+                SmtpNotifier(
+                    to=list(channel.to),
+                    from_email=channel.from_email,
+                    subject=_verbatim(alert.subject()),
+                    html_content=_verbatim(body),
+                    smtp_conn_id=channel.conn_id,
+                )
+            )
+    return result
+
+
+def deliver(source: SourceConfig, alert: Alert) -> None:
+    """Send through every channel (synchronously); raise after trying all if any failed."""
+    log.warning("ALERT %s", json.dumps(alert.as_json(), default=str))
+    if not source.alerts:
+        log.warning("source %s has no alert channels configured (key 'alerts'); the alert is only logged", source.name)
+    errors = []
+    for notifier in notifiers(source, alert):
+        try:
+            notifier({"alert": alert.as_json()})
+        except Exception as exc:  # one channel failing must not keep the others from alerting
+            log.exception("alert channel %s failed", type(notifier).__name__)
+            errors.append(f"{type(notifier).__name__}: {exc}")
+    if errors:
+        raise RuntimeError(f"alert {alert.kind} of source {alert.source} not delivered to: {'; '.join(errors)}")
+
+
+async def adeliver(source: SourceConfig, alert: Alert) -> None:
+    """Send through every channel concurrently (in the triggerer); raise after trying all if any failed."""
+    log.warning("ALERT %s", json.dumps(alert.as_json(), default=str))
+    context = {"alert": alert.as_json()}
+
+    async def send(notifier: BaseNotifier) -> None:
+        notifier.render_template_fields(context)
+        await notifier.async_notify(context)
+
+    found = notifiers(source, alert)
+    outcomes = await asyncio.gather(*(send(n) for n in found), return_exceptions=True)
+    errors = [f"{type(n).__name__}: {o}" for n, o in zip(found, outcomes, strict=True) if isinstance(o, Exception)]
+    if errors:
+        raise RuntimeError(f"alert {alert.kind} of source {alert.source} not delivered to: {'; '.join(errors)}")

@@ -1,0 +1,147 @@
+"""The check tasks' logic (Python, no Spark): read what the jobs wrote to the audit zone, publish it for the UI,
+and alert when something is wrong.
+
+- `verify_reconciliation`: the reconcile job's report for this run -> counts (XCom), the readable report
+  (task log), and on any gap or mismatch an alert plus a failed task.
+- `check_freshness`: the source's watermark (newest change or heartbeat loaded, kept by the reconcile job)
+  against wall-clock time -> lag (XCom), and an alert plus a failed task when it exceeds the freshness SLA
+  or when no heartbeat arrived within the heartbeat timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from lakeloader import zones
+from lakeloader.config import SourceConfig
+from lakeloader.reconcile_report import ACCOUNTING, findings, render_markdown
+from lakeloader.storage import open_store
+from lakeloader_airflow import alerts
+
+log = logging.getLogger(__name__)
+
+
+def _read_json(source: SourceConfig, key: str) -> dict[str, Any] | None:
+    lake = open_store(source.lake_root, source.s3_endpoint_url)
+    return json.loads(lake.read_bytes(key)) if lake.stat(key) is not None else None
+
+
+def verify_reconciliation(source: SourceConfig, label: str, dag_id: str, run_id: str) -> dict[str, Any]:
+    """Summary of the run's reconciliation report (returned as XCom); raises AlertSent after alerting on problems."""
+    key = zones.reconcile_report_key(source.name, label, "json")
+    report = _read_json(source, key)
+    if report is None:
+        raise FileNotFoundError(f"no reconciliation report at {source.lake_root}/{key}: did the reconcile task run?")
+    log.info("reconciliation report (%s):\n%s", report["report_uri"], render_markdown(report))
+    summary: dict[str, Any] = {
+        "ok": report["ok"],
+        "report": report["report_uri"],
+        "hours": report["hours"],
+        "checks": report["checks"],
+        "freshness": report["freshness"],
+        "findings": findings(report),
+    }
+    accounting = [r for r in report["results"] if r["check"] == ACCOUNTING]
+    if len(accounting) == 1:
+        summary.update(_hour_summary(source, accounting[0]))
+    for result in report["results"]:
+        if result["check"] != ACCOUNTING:
+            summary.setdefault("tables", {})[f"{result['check']} {result['table']}"] = {
+                k: result.get(k) for k in ("ok", "expected_rows", "actual_rows", "differing_keys")
+            }
+    if not report["ok"]:
+        problems = summary["findings"]
+        alerts.deliver(
+            source,
+            alerts.Alert(
+                source=source.name,
+                kind=alerts.RECONCILIATION_MISMATCH,
+                summary=f"Source {source.name}: reconciliation found {len(problems)} problem(s) "
+                f"({', '.join(report['checks'])}, hours {report['hours'][0] if report['hours'] else '-'}"
+                f"{' to ' + report['hours'][-1] if len(report['hours']) > 1 else ''})",
+                dag_id=dag_id,
+                run_id=run_id,
+                details={"problems": problems[:20], "report": report["report_uri"]},
+            ),
+        )
+        raise alerts.AlertSent(f"reconciliation failed: {'; '.join(problems[:5])} (report: {report['report_uri']})")
+    return summary
+
+
+def _hour_summary(source: SourceConfig, accounting: dict[str, Any]) -> dict[str, Any]:
+    """The hour's counts, and what was quarantined (reasons from the parse report) and where to find it."""
+    hour = zones.parse_hour(accounting["hour"])
+    parse = _read_json(source, zones.run_report_key(source.name, hour, "parse")) or {}
+    lake = source.lake_root.rstrip("/")
+    return {
+        "hour": accounting["hour"],
+        "landed_messages": accounting["landed"],
+        "outcomes": accounting["outcomes"],
+        "quarantined": accounting["outcomes"]["quarantined"],
+        "quarantine_reasons": parse.get("quarantine_reasons", {}),
+        "quarantine_location": f"{lake}/{zones.bronze_quarantine_dir(source.name, hour)}/",
+    }
+
+
+def check_freshness(
+    source: SourceConfig, dag_id: str | None = None, run_id: str | None = None, now: datetime | None = None
+) -> dict[str, Any]:
+    """Watermark and lag (returned as XCom); alerts and raises AlertSent when an SLA is exceeded."""
+    now = now or datetime.now(UTC)
+    state = _read_json(source, zones.freshness_key(source.name)) or {}
+    watermark, heartbeat = (_moment(state.get(k)) for k in ("watermark", "newest_heartbeat"))
+    lag = (now - watermark).total_seconds() if watermark else None
+    silence = (now - heartbeat).total_seconds() if heartbeat else None
+    status = {
+        "checked_at": now.replace(microsecond=0).isoformat(),
+        "watermark": state.get("watermark"),
+        "newest_change": state.get("newest_change"),
+        "newest_heartbeat": state.get("newest_heartbeat"),
+        "lag_minutes": round(lag / 60, 1) if lag is not None else None,
+        "heartbeat_age_minutes": round(silence / 60, 1) if silence is not None else None,
+        "freshness_sla_minutes": source.freshness_sla_minutes,
+        "heartbeat_timeout_minutes": source.heartbeat_timeout_minutes,
+    }
+    log.info("freshness of source %s: %s", source.name, status)
+    breaches = []
+    sla = source.freshness_sla_minutes
+    if sla is not None and (lag is None or lag > sla * 60):
+        behind = (
+            f"{alerts.minutes(lag)} behind (newest change or heartbeat loaded: {state.get('watermark')}), "
+            f"over its freshness SLA of {sla} min by {alerts.minutes(lag - sla * 60)}"
+            if lag is not None
+            else f"not fresh: no change or heartbeat loaded yet (freshness SLA {sla} min)"
+        )
+        breaches.append((alerts.FRESHNESS_LAG, f"Source {source.name}: data is {behind}", lag))
+    timeout = source.heartbeat_timeout_minutes
+    if timeout is not None and (silence is None or silence > timeout * 60):
+        quiet = (
+            f"no heartbeat for {alerts.minutes(silence)} (newest: {state.get('newest_heartbeat')}), "
+            f"{alerts.minutes(silence - timeout * 60)} over its heartbeat timeout of {timeout} min"
+            if silence is not None
+            else f"no heartbeat loaded yet (heartbeat timeout {timeout} min)"
+        )
+        breaches.append((alerts.HEARTBEAT_SILENCE, f"Source {source.name}: {quiet}", silence))
+    for kind, summary, amount in breaches:
+        alerts.deliver(
+            source,
+            alerts.Alert(
+                source=source.name,
+                kind=kind,
+                summary=summary,
+                dag_id=dag_id,
+                run_id=run_id,
+                amount_seconds=amount,
+                details={k: v for k, v in status.items() if v is not None},
+            ),
+        )
+    if breaches:
+        raise alerts.AlertSent("; ".join(summary for _, summary, _ in breaches))
+    return status
+
+
+def _moment(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
