@@ -37,29 +37,34 @@ def run_growth(
     streamed_merge: bool,
     verify: bool,
 ) -> list[dict]:
-    rows = []
+    rows, measured = [], {}
     for distribution in keys:
         for curve, changes, existing in points:
-            scenario = replace(base, changes=changes, existing_rows=existing, hours=1, keys=distribution)
-            result = run_scenario(
-                spark, probe, scenario, layout, workdir, streamed_merge=streamed_merge, compare=False, verify=verify
-            )
-            apply = next(r for r in result.phases if r.name == APPLY)
-            parse = next(r for r in result.phases if r.name == PARSE)
-            silver, _ = split_merges(result.apply_merges)
+            if (distribution, changes, existing) not in measured:  # the curves share their crossing point
+                scenario = replace(base, changes=changes, existing_rows=existing, hours=1, keys=distribution)
+                measured[distribution, changes, existing] = _measure(
+                    spark, probe, scenario, layout, workdir, streamed_merge, verify
+                )
             rows.append(
-                {
-                    "curve": curve,
-                    "keys": distribution,
-                    "changes": changes,
-                    "existing_rows": existing,
-                    "apply": apply.as_dict(),
-                    "parse": parse.as_dict(),
-                    "silver_merges": merge_summary(silver),
-                    "verified": result.verified,
-                }
-            )
+                {"curve": curve, "keys": distribution, "changes": changes, "existing_rows": existing,
+                 **measured[distribution, changes, existing]}
+            )  # fmt: skip
     return rows
+
+
+def _measure(
+    spark: SparkSession, probe: Probe, scenario: Scenario, layout: Layout, workdir: Path, streamed: bool, verify: bool
+) -> dict:
+    result = run_scenario(
+        spark, probe, scenario, layout, workdir, streamed_merge=streamed, compare=False, verify=verify
+    )
+    silver, _ = split_merges(result.apply_merges)
+    return {
+        "apply": next(r for r in result.phases if r.name == APPLY).as_dict(),
+        "parse": next(r for r in result.phases if r.name == PARSE).as_dict(),
+        "silver_merges": merge_summary(silver),
+        "verified": result.verified,
+    }
 
 
 def growth_markdown(rows: list[dict]) -> str:

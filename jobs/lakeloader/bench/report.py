@@ -43,6 +43,7 @@ def aggregate_phases(records: list[PhaseRecord]) -> list[dict]:
     for r in records:
         row = rows.setdefault(r.name, {"phase": r.name, "runs": 0, "load_min": r.load_before, "load_max": 0.0})
         row["runs"] += 1
+        row["reused"] = row.get("reused", True) and bool(r.details.get("reused"))
         for total in ("changes", "seconds", "driver_cpu_seconds", "jvm_cpu_seconds"):
             row[total] = row.get(total, 0) + getattr(r, total)
         row["driver_peak_mib"] = max(row.get("driver_peak_mib", 0.0), r.driver_peak_mb)
@@ -129,8 +130,8 @@ def scenario_markdown(data: dict) -> str:
             [
                 p["phase"],
                 fmt(p["changes"]),
-                fmt(p["seconds"], 1),
-                fmt(p["changes_per_second"]),
+                "reused" if p["reused"] else fmt(p["seconds"], 1),
+                "" if p["reused"] else fmt(p["changes_per_second"]),
                 f"{p['changes_per_second'] / floor:.2f}" if floor and not p["phase"].startswith("setup") else "",
                 f"{fmt(p['driver_cpu_seconds'], 1)} / {fmt(p['jvm_cpu_seconds'], 1)}",
                 f"{fmt(p['driver_peak_mib'])} / {fmt(p['jvm_peak_mib'])}",
