@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.lock | cut -c1-12)
 SITE := $(VENV)/lib/python3.11/site-packages
 
-.PHONY: setup demo test lint lock clean
+.PHONY: setup demo test lint lock clean bench bench-small
 
 setup: $(STAMP)
 
@@ -23,6 +23,13 @@ demo: setup
 test: setup
 	$(VENV)/bin/ruff check .
 	bin/with-airflow $(PY) -m pytest
+
+# The benchmark (docs/benchmark.md); not part of `make test`. BENCH_ARGS adds options, e.g. BENCH_ARGS="--no-verify".
+bench: setup
+	$(PY) -m lakeloader.bench all $(BENCH_ARGS)
+
+bench-small: setup
+	$(PY) -m lakeloader.bench all --scale 0.02 $(BENCH_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -13,8 +13,9 @@ DEFAULTS = {
 }
 
 
-def spark_session(app_name: str, master: str | None = None) -> SparkSession:
-    """The active session, or a new one; `master` only for runs outside spark-submit (local runner, tests)."""
+def spark_session(app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
+    """The active session, or a new one; `master` only for runs outside spark-submit (local runner, tests);
+    `conf` adds settings (e.g. the benchmark's spark.driver.memory)."""
     submitted = SparkConf()
     builder = SparkSession.builder.appName(app_name)
     if master and not submitted.contains("spark.master"):
@@ -22,6 +23,8 @@ def spark_session(app_name: str, master: str | None = None) -> SparkSession:
     for key, value in DEFAULTS.items():
         if not submitted.contains(key):
             builder = builder.config(key, value)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session

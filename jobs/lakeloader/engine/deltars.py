@@ -46,8 +46,13 @@ def newer(order_columns: tuple[str, ...], source: str = "s", target: str = "t") 
 
 
 class DeltaRsEngine:
-    def __init__(self, storage_options: dict[str, str] | None = None) -> None:
+    def __init__(self, storage_options: dict[str, str] | None = None, streamed_merge: bool = False) -> None:
+        """`streamed_merge` is delta-rs' `streamed_exec`. Off by default: the change set is an in-memory Arrow
+        table anyway, and only a non-streamed merge derives a key-range filter from it, so the merge skips
+        the files outside the change set's keys (a key-local change set on key-ordered files reads a few
+        files instead of the whole table; see docs/benchmark.md)."""
         self.storage_options = storage_options
+        self.streamed_merge = streamed_merge
 
     def _table(self, uri: str) -> DeltaTable:
         return DeltaTable(uri, storage_options=self.storage_options)
@@ -118,6 +123,7 @@ class DeltaRsEngine:
                 predicate=on,
                 source_alias="s",
                 target_alias="t",
+                streamed_exec=self.streamed_merge,
                 commit_properties=CommitProperties(custom_metadata=commit_info),
             )
             .when_matched_delete(predicate=f"{is_delete} AND {is_newer}")

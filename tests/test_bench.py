@@ -1,0 +1,62 @@
+"""The benchmark harness (lakeloader.bench) on a tiny scenario, so it keeps working; no timings asserted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from lakeloader.bench.generate import changes
+from lakeloader.bench.probe import Probe, jvm_pid
+from lakeloader.bench.report import scenario_json, scenario_markdown
+from lakeloader.bench.run import APPLY, BARE, FLOOR, ORDER, PARSE, TO_ARROW, run_scenario
+from lakeloader.bench.scenario import Scenario
+from lakeloader.bench.workspace import Layout
+
+pytestmark = [pytest.mark.bench, pytest.mark.timeout(180)]
+
+
+def test_change_stream_has_the_configured_mix_and_key_locality(spark):
+    scenario = Scenario(changes=20_000, tables=2, existing_rows=20_000, keys="local")  # 10k keys per table
+    op, key = F.col("op"), F.col("key")
+    existing = op != "INSERT"
+    totals = (
+        changes(spark, scenario)
+        .agg(
+            F.count_if(op == "INSERT").alias("inserts"),
+            F.count_if(op == "DELETE").alias("deletes"),
+            F.count_if(op == "UPDATE_AFTER").alias("updates"),
+            F.count_if(existing & (key >= 9_000)).alias("on_newest_tenth"),
+            F.max(F.when(existing, key)).alias("max_existing_key"),
+            F.min(F.when(~existing, key)).alias("min_new_key"),
+            F.count_distinct(F.when(~existing, key)).alias("distinct_new_keys"),
+        )
+        .first()
+    )
+
+    assert totals["inserts"] + totals["deletes"] + totals["updates"] == 20_000
+    assert totals["inserts"] / 20_000 == pytest.approx(0.1, abs=0.01)
+    assert totals["deletes"] / 20_000 == pytest.approx(0.05, abs=0.01)
+    assert totals["on_newest_tenth"] / (totals["deletes"] + totals["updates"]) == pytest.approx(0.8, abs=0.015)
+    assert totals["max_existing_key"] < 10_000 <= totals["min_new_key"]
+    assert totals["distinct_new_keys"] == totals["inserts"]
+
+
+def test_bench_run_measures_every_phase_and_leaves_the_tables_the_stream_implies(spark, tmp_path: Path):
+    scenario = Scenario(changes=2_000, tables=1, existing_rows=5_000, hours=1)
+    probe = Probe(jvm_pid(spark))
+
+    result = run_scenario(spark, probe, scenario, Layout(rows_per_file=1_000), tmp_path)
+
+    assert result.verified["apply"]["ok"] and result.verified["bare"]["ok"], result.verified
+    assert result.verified["apply"]["rows"] == result.verified["bare"]["rows"] > 5_000  # inserts outnumber deletes
+    measured = [r for r in result.phases if not r.name.startswith("setup")]
+    assert [r.name for r in measured] == [FLOOR, PARSE, ORDER, TO_ARROW, BARE, APPLY]
+    assert all(r.changes == 2_000 and r.seconds > 0 and r.jvm_peak_mb > 100 and r.driver_peak_mb > 50 for r in measured)
+    assert next(r for r in measured if r.name == PARSE).details["data"] == 2_000
+    silver = [m for m in result.apply_merges if "/silver/" in m.uri]
+    assert [(m.files_before, m.files_removed > 0) for m in silver] == [(5, True)]
+    document = scenario_json(result)
+    assert document["apply_silver_merges"]["files_before"] == 5
+    assert "| parse | 2,000 |" in scenario_markdown(document)
