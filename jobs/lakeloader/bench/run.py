@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakeloader import canonical as C
-from lakeloader.apply import read_bronze, run_apply, silver_uri, typed_change_set
+from lakeloader.apply import read_bronze, run_apply, silver_uri, typed_change_set, with_segments
 from lakeloader.bench import generate
 from lakeloader.bench.merges import MeasuredEngine, MergeRecord, bare_merge
 from lakeloader.bench.probe import PhaseRecord, Probe
@@ -142,7 +142,8 @@ def run_scenario(
 def order_and_collect(spark: SparkSession, probe: Probe, store: Store, hour: datetime, changes: int) -> list:
     """Order+dedupe (materialized), then every table's change set as Arrow: [(TableShape, pa.Table)], as
     apply collects them."""
-    data = read_bronze(spark, store, SOURCE, hour).where(F.col("kind") == C.DATA)
+    # the generated stream carries no DDL: one segment per table, as apply would find
+    data = with_segments(read_bronze(spark, store, SOURCE, hour).where(F.col("kind") == C.DATA), {})
     with probe.phase(ORDER, changes) as record:
         shapes = table_shapes(data, {})
         actions = key_actions(data, shapes).persist(StorageLevel.MEMORY_AND_DISK)
