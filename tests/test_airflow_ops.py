@@ -127,7 +127,8 @@ def test_freshness_breach_alerts_from_the_hourly_dags_task(tmp_path, airflow_env
 
     result = _airflow(env, tmp_path, "tasks", "test", "lakeloader_shop_hourly", "freshness", now.isoformat())
 
-    assert result.returncode != 0  # the task fails: the data is late
+    output = result.stdout + result.stderr
+    assert "AlertSent" in output and "new_state=failed" in output, output[-3000:]  # the task fails: data is late
     [post] = http_receiver.wait_for(1, timeout=10)
     [mail] = smtp_receiver.wait_for(1, timeout=10)
     assert post["received_at"] - started < 60
