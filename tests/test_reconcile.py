@@ -222,3 +222,39 @@ def test_snapshot_export_equal_to_silver_passes_and_a_changed_row_fails(spark, l
         {"key": {"id": "4"}, "problem": "values differ"},
         {"key": {"id": "7"}, "problem": "missing from silver"},
     ]
+
+
+def test_state_check_replays_ddl_truncation_and_renames_and_still_finds_a_tampered_row(spark, tmp_path):
+    """The replica follows the log's DDL: a renamed column keeps its data, a truncation empties the table at
+    its point, a renamed table continues under its new name; so a clean load passes, and tampering fails."""
+    exports = tmp_path / "exports"
+    items = dw.TableSpec("shop", "items", (("id", "LONG"), ("name", "STRING")), ("id",))
+    renamed = dw.TableSpec("shop", "items", (("id", "LONG"), ("title", "STRING")), ("id",))
+    goods = dw.TableSpec("shop", "goods", (("id", "LONG"), ("title", "STRING")), ("id",))
+    hour5 = [
+        *dw.insert(items, 1, T5, {"id": 1, "name": "old"}),
+        dw.message(items, "TRUNCATE", 2, T5, ddl="TRUNCATE TABLE items"),
+        *dw.insert(items, 3, T5, {"id": 2, "name": "kept"}),
+        dw.message(items, "ALTER", 4, T5, ddl="ALTER TABLE items RENAME COLUMN name TO title"),
+        *dw.insert(renamed, 5, T5, {"id": 3, "title": "renamed"}),
+    ]
+    hour6 = [
+        dw.message(renamed, "RENAME", 6, T6, ddl="RENAME TABLE `shop`.`items` TO `shop`.`goods`"),
+        *dw.update(goods, 7, T6, {"id": 2, "title": "kept"}, {"id": 2, "title": "moved on"}, one_message=True),
+    ]
+    _export(exports, "items-05.json", hour5, H5)
+    _export(exports, "items-06.json", hour6, H6)
+    source = SourceConfig(
+        name="shop", format="dataworks_json", export_uri=str(exports), lake_root=str(tmp_path / "lake")
+    )
+    run_hours(spark, source, [H5, H6], emit=lambda _: None)
+
+    [clean] = run_reconcile(spark, source, [H5, H6], ("state",), label="clean")["results"]
+    assert (clean["ok"], clean["table"], clean["expected_rows"]) == (True, "shop.goods", 2)
+    assert not (tmp_path / "lake/work/shop/reconcile").exists() or not any(
+        (tmp_path / "lake/work/shop/reconcile").iterdir()
+    )  # the replica is gone
+
+    DeltaTable(str(tmp_path / "lake/silver/shop/shop/goods")).update(predicate="id = 3", updates={"title": "'x'"})
+    [tampered] = run_reconcile(spark, source, [H5, H6], ("state",), label="tampered")["results"]
+    assert (tampered["ok"], tampered["sample"]) == (False, [{"key": {"id": "3"}, "problem": "values differ"}])

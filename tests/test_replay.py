@@ -147,7 +147,7 @@ def test_rebuild_repairs_a_corrupted_table_and_leaves_the_others(spark, lake_cop
     assert DeltaTable(str(lake_copy / "lake/silver/shop/shop/tags")).version() == tags_version
     engine = DeltaRsEngine()
     assert engine.properties(str(lake_copy / "lake/silver/shop/shop/orders")) == {"lakeloader.primaryKey": '["id"]'}
-    assert all(r["ok"] for r in check_state(spark, source, open_store(source.lake_root)))
+    assert all(r["ok"] for r in check_state(spark, source, open_store(source.lake_root), "after-rebuild"))
     assert (lake_copy / "lake/audit/shop/replay/manual__rebuild.json").exists()
 
 

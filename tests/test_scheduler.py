@@ -1,7 +1,7 @@
 """Through a running Airflow (api-server, dag-processor, scheduler, triggerer on a SQLite metadata DB):
 
-- a backfill of three past hours of the hourly DAG produces the expected tables, each export file landed
-  once in its hour; landing an hour again (its task cleared) lands nothing twice;
+- a backfill of three past hours of the hourly DAG produces the expected tables; re-running an hour by
+  backfill gives the same tables and lands no file twice;
 - a run past its deadline delivers the Deadline Alert to a real HTTP receiver and a real SMTP receiver.
 """
 
@@ -132,7 +132,7 @@ def airflow(tmp_path_factory) -> Iterator[Airflow]:
     env = {
         **os.environ,
         "AIRFLOW_HOME": str(home),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db?timeout=120",  # wait out busy writers
         "AIRFLOW__CORE__DAGS_FOLDER": str(WITH_AIRFLOW.parents[1] / "dags"),
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(WITH_AIRFLOW.parents[1] / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
@@ -224,7 +224,7 @@ def _backfill(airflow: Airflow, first: datetime, last: datetime, *extra: str) ->
     )
 
 
-def test_backfill_of_three_hours_loads_them_and_landing_an_hour_again_lands_nothing_twice(airflow):
+def test_backfill_of_three_hours_loads_them_and_rerunning_an_hour_changes_nothing(airflow):
     airflow.cli("dags", "unpause", "lakeloader_shop_hourly")
     started = time.monotonic()
 
@@ -243,26 +243,15 @@ def test_backfill_of_three_hours_loads_them_and_landing_an_hour_again_lands_noth
     assert sorted(r["hours"][0] for r in reports if r["ok"]) == ["2026-11-21T00", "2026-11-21T01", "2026-11-21T02"]
     manifest = (airflow.root / "lake/raw/shop/dt=2026-11-21/hour=01/_manifest.json").read_bytes()
 
-    # Re-run the landing of hour 01 (clearing its task makes the scheduler run it again): nothing lands twice.
-    run_id = "backfill__2026-11-21T02:00:00+00:00"  # run ids name the end of the hour they cover
-    airflow.cli("tasks", "clear", "lakeloader_shop_hourly", "--task-regex", "^land$", "--start-date",
-                HOURS[1].isoformat(), "--end-date", HOURS[1].isoformat(), "--yes")  # fmt: skip
-    airflow.wait(
-        "the cleared land task to run again",
-        lambda: (
-            airflow.query("select try_number, state from task_instance where run_id = ? and task_id = 'land'", run_id)[
-                0
-            ]
-            == (2, "success")
-        ),
-        300,
-    )
+    _backfill(airflow, HOURS[1], HOURS[1], "--reprocess-behavior", "completed")
 
+    assert _silver(airflow.root) == rows  # same rows, same change metadata
     assert _landed(airflow.root) == landed
     assert sorted((airflow.root / "lake/audit/shop/landed").iterdir()) == ledger
     assert (airflow.root / "lake/raw/shop/dt=2026-11-21/hour=01/_manifest.json").read_bytes() == manifest
-    assert _silver(airflow.root) == rows
-    assert all(json.loads(r["body"])["source"] != "shop" for r in airflow.http.received())  # no deadline, no failure
+    assert airflow.http.received() == [] or all(
+        json.loads(r["body"])["source"] != "shop" for r in airflow.http.received()
+    )  # backfill runs have no deadline, and nothing failed
 
 
 def test_a_run_past_its_deadline_alerts_by_webhook_and_email(airflow):

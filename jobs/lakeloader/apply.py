@@ -82,10 +82,21 @@ def run_apply(
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
     engine = engine or DeltaRsEngine(delta_storage_options(source.lake_root, source.s3_endpoint_url))
     hour_text = zones.format_hour(hour)
-    loaded_at = datetime.now(UTC).replace(microsecond=0)
-    commit_info = {"lakeloader.source": source.name, "lakeloader.hour": hour_text, "lakeloader.step": "apply"}
-
     bronze = read_bronze(spark, lake, source.name, hour)
+    applied = apply_changes(source, bronze, lake, engine, hour_text, {"lakeloader.hour": hour_text})
+    report = {"source": source.name, "hour": hour_text, **applied}
+    lake.write_bytes(zones.run_report_key(source.name, hour, "apply"), json.dumps(report, indent=1).encode())
+    return report
+
+
+def apply_changes(
+    source: SourceConfig, bronze: DataFrame, lake: Store, engine: TableEngine, batch: str, commit_info: dict[str, str]
+) -> dict:
+    """Merge a batch of bronze changes and DDL (one hour, or the whole log) into the silver tables under `lake`.
+
+    `batch` names the batch in the schema history; returns per-table counts and DDL outcomes."""
+    loaded_at = datetime.now(UTC).replace(microsecond=0)
+    commit_info = {"lakeloader.source": source.name, "lakeloader.step": "apply", **commit_info}
     events = [e for e in ddl_events(bronze, source.source_dialect) if source.includes(e.db, e.table)]
     identities = renamed_identities(events)
     events_by_table = _events_by_table(events, identities)
@@ -94,26 +105,22 @@ def run_apply(
     shapes = [_keyed(engine, lake, source.name, shape, configured) for shape in table_shapes(data, configured)]
     changes_per_table = {(r["db"], r["table"]): r["count"] for r in data.groupBy("db", "table").count().collect()}
     actions = key_actions(data, shapes).persist(StorageLevel.MEMORY_AND_DISK) if shapes else None
-    batch = _Batch(engine, lake, source, commit_info, loaded_at, actions)
+    writer = _Batch(engine, lake, source, commit_info, loaded_at, actions)
     tables: dict[str, dict] = {}
     try:
         for db, table in sorted({(s.db, s.table) for s in shapes} | set(events_by_table)):
             segments = {s.segment: s for s in shapes if (s.db, s.table) == (db, table)}
-            counts = batch.apply_table(db, table, segments, events_by_table.get((db, table), []))
+            counts = writer.apply_table(db, table, segments, events_by_table.get((db, table), []))
             tables[f"{db}.{table}"] = {"changes": changes_per_table.get((db, table), 0), **counts}
     finally:
         if actions is not None:
             actions.unpersist()
         history_uri = lake.child(zones.schema_history_dir(source.name))
-        record_history(engine, history_uri, [e for e in events if e.status], hour_text, loaded_at, commit_info)
-    report = {
-        "source": source.name,
-        "hour": hour_text,
+        record_history(engine, history_uri, [e for e in events if e.status], batch, loaded_at, commit_info)
+    return {
         "tables": tables,
         "ddl": {status: sum(e.status == status for e in events) for status in sorted({e.status for e in events})},
     }
-    lake.write_bytes(zones.run_report_key(source.name, hour, "apply"), json.dumps(report, indent=1).encode())
-    return report
 
 
 class _Batch:

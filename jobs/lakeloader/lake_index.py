@@ -25,11 +25,17 @@ def bronze_hours(lake: Store, source: str) -> list[datetime]:
 
 def silver_tables(lake: Store, source: str) -> dict[str, str]:
     """'db.table' -> location of every silver table of the source (a directory holding a _delta_log)."""
+    ids = silver_table_ids(lake, source)
+    return {name: lake.child(zones.silver_table_dir(source, db, table)) for name, (db, table) in ids.items()}
+
+
+def silver_table_ids(lake: Store, source: str) -> dict[str, tuple[str, str]]:
+    """'db.table' -> (db, table) of every silver table of the source (db names may contain dots)."""
     prefix = f"silver/{source}/"
     tables = {}
     for item in lake.list(prefix):
         parts = item.key[len(prefix) :].split("/")
         if len(parts) >= 3 and parts[2] == "_delta_log":
             db, table = unquote(parts[0]), unquote(parts[1])
-            tables[f"{db}.{table}"] = lake.child(zones.silver_table_dir(source, db, table))
+            tables[f"{db}.{table}"] = (db, table)
     return tables

@@ -3,9 +3,10 @@
 - **accounting** (per hour): the hour's landed files are still in the raw zone with the manifest's sizes,
   and every one of their lines is accounted for exactly once: as bronze rows (data, ddl, heartbeat,
   control), as a quarantine row, or as a message of a table outside the include list (re-parsed to tell).
-- **state** (per table): the state the whole bronze change log implies, rebuilt with the apply step's own
-  functions, equals silver: same row count and same order-independent checksum of all columns (the sum of
-  per-row xxhash64); where not, the keys that differ.
+- **state** (per table): the state the whole bronze change log implies, rebuilt by the apply step's own
+  code into a scratch replica (`lakeloader.replica`: DDL, renames and truncations included), equals
+  silver: same row count and same order-independent checksum of all columns (the sum of per-row xxhash64);
+  where not, the keys that differ.
 - **snapshot** (per table, when the source's full export of current rows is configured): the export equals
   silver the same way, on the columns the export has.
 
@@ -17,7 +18,6 @@ audit table (one row per check), and the source's freshness watermark (newest ch
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from datetime import UTC, datetime
 from urllib.parse import unquote
 
@@ -28,7 +28,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeloader import apply as A
 from lakeloader import canonical as C
 from lakeloader import zones
 from lakeloader.config import SourceConfig
@@ -39,6 +38,7 @@ from lakeloader.land import read_manifest
 from lakeloader.lines import read_numbered_lines
 from lakeloader.parse import EXCLUDED, OUTCOME, QUARANTINED, classify
 from lakeloader.reconcile_report import ACCOUNTING, CHECKS, SNAPSHOT, STATE, audit_rows, render_markdown
+from lakeloader.replica import replica
 from lakeloader.silver import KEY_PROPERTY
 from lakeloader.storage import Store, delta_storage_options, open_store, spark_path
 
@@ -300,60 +300,32 @@ def silver_frame(spark: SparkSession, uri: str, storage_options: dict[str, str] 
     return frame.select(*[F.col(f"`{p.name}`").alias(f.name) for p, f in zip(physical, logical, strict=True)])
 
 
-def expected_state(spark: SparkSession, source: SourceConfig, lake: Store, engine: DeltaRsEngine):
-    """The table shapes and final key actions of the whole bronze change log, through apply's own functions
-    (`table_shapes`, `key_actions`); keys as apply uses them (configured, else recorded in silver)."""
-    root = zones.bronze_changes_root(source.name)
-    if next(iter(lake.list(root + "/")), None) is None:
-        return [], None
-    changes = spark.read.schema(C.CHANGE_SCHEMA).parquet(spark_path(lake.child(root)))
-    # the whole log as one segment: DDL is not replayed here (a documented limit of the state check)
-    data = changes.select(*C.CHANGE_SCHEMA.names).where(F.col("kind") == C.DATA).withColumn("segment", F.lit(0))
-    configured = {name: list(key) for name, key in source.primary_keys.items()}
-    shapes = []
-    for shape in A.table_shapes(data, configured):
-        uri = lake.child(zones.silver_table_dir(source.name, shape.db, shape.table))
-        recorded = engine.properties(uri).get(KEY_PROPERTY) if engine.exists(uri) else None
-        if shape.name not in configured and recorded:
-            shape = replace(shape, key=json.loads(recorded))
-        shapes.append(shape)
-    return shapes, (A.key_actions(data, shapes) if shapes else None)
-
-
-def check_state(spark: SparkSession, source: SourceConfig, lake: Store) -> list[dict]:
+def check_state(spark: SparkSession, source: SourceConfig, lake: Store, label: str) -> list[dict]:
+    """Every silver table against its replica rebuilt from the whole bronze change log (lakeloader.replica)."""
     storage_options = delta_storage_options(source.lake_root, source.s3_endpoint_url)
     engine = DeltaRsEngine(storage_options)
-    shapes, actions = expected_state(spark, source, lake, engine)
     silver = silver_tables(lake, source.name)
     results = []
-    if actions is not None:
-        actions = actions.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        for shape in shapes:
-            expected = (
-                A.typed_change_set(actions, shape, datetime.fromtimestamp(0, UTC))
-                .where(F.col(E.ACTION) == E.UPSERT)
-                .drop(*NOT_COMPARED)
-            )
-            uri = silver.pop(shape.name, None)
+    with replica(spark, source, lake, "reconcile", label) as scratch:
+        for name, replica_uri in sorted(silver_tables(scratch, source.name).items()):
+            expected = silver_frame(spark, replica_uri, storage_options).drop(*NOT_COMPARED)
+            key = json.loads(engine.properties(replica_uri).get(KEY_PROPERTY) or "null") or expected.columns
+            uri = silver.pop(name, None)
             actual = silver_frame(spark, uri, storage_options) if uri else expected.limit(0)
             columns = expected.columns
-            result = compare(expected, actual, shape.key, columns)
+            result = compare(expected, actual, key, columns)
             extra = [c for c in actual.columns if c not in columns and c not in NOT_COMPARED]
             if extra:
                 result.update(ok=False, extra_columns=extra)
             if uri is None:
                 result.update(ok=result["expected_rows"] == 0, silver_table="missing")
-            results.append({"check": STATE, "table": shape.name, "key": shape.key, **result})
-        for name, uri in sorted(silver.items()):
-            rows = silver_frame(spark, uri, storage_options).count()
-            results.append(
-                {"check": STATE, "table": name, "ok": rows == 0, "expected_rows": 0, "actual_rows": rows,
-                 "problem": "silver table has no changes in bronze"}
-            )  # fmt: skip
-    finally:
-        if actions is not None:
-            actions.unpersist()
+            results.append({"check": STATE, "table": name, "key": key, **result})
+    for name, uri in sorted(silver.items()):
+        rows = silver_frame(spark, uri, storage_options).count()
+        results.append(
+            {"check": STATE, "table": name, "ok": rows == 0, "expected_rows": 0, "actual_rows": rows,
+             "problem": "silver table has no changes in bronze"}
+        )  # fmt: skip
     return results
 
 
@@ -476,7 +448,7 @@ def run_reconcile(
     if ACCOUNTING in checks:
         results += [account_hour(spark, source, hour, lake) for hour in hours]
     if STATE in checks:
-        results += check_state(spark, source, lake)
+        results += check_state(spark, source, lake, label)
     if SNAPSHOT in checks:
         if source.snapshot is None:
             raise ReconcileError(f"source {source.name!r} has no snapshot export configured (key 'snapshot')")

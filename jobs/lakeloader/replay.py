@@ -2,102 +2,71 @@
 
 - reapply: the apply step itself (`lakeloader.apply.run_apply`) for each hour in order, so a replay merges
   exactly as the hourly run did; rows already up to date stay as they are.
-- rebuild: per table, the final state of the whole bronze change log (apply's own functions, as the
-  reconciliation computes it), written by Spark as Parquet to a staging directory, then streamed batch by
+- rebuild: per table, the replica the whole bronze change log implies (`lakeloader.replica`: written by the
+  apply step's own code, DDL and truncations included, as the reconciliation builds it), streamed batch by
   batch into one overwrite commit of the silver table with delta-rs (the driver never holds the table).
-  The table keeps its description (the recorded key); its schema becomes the latest declared one.
+  The table keeps its description (the recorded key); its schema becomes the replica's.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import UTC, datetime
 
-import pyarrow.dataset as ds
 from deltalake import CommitProperties, DeltaTable, write_deltalake
-from pyspark import StorageLevel
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from lakeloader import apply as A
 from lakeloader import zones
 from lakeloader.config import SourceConfig
-from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.ordering import TableShape
-from lakeloader.reconcile import expected_state
+from lakeloader.lake_index import silver_table_ids
 from lakeloader.replay_plan import REAPPLY
+from lakeloader.replica import replica
 from lakeloader.silver import KEY_PROPERTY
-from lakeloader.storage import Store, delta_storage_options, open_store, spark_path
+from lakeloader.storage import Store, delta_storage_options, open_store
 
 
 def reapply(spark: SparkSession, source: SourceConfig, first: datetime, last: datetime) -> list[dict]:
     return [A.run_apply(spark, source, hour) for hour in zones.hour_range(first, last)]
 
 
-def rebuild(spark: SparkSession, source: SourceConfig, tables: list[str] | None, lake: Store) -> dict[str, dict]:
-    """Replace each table (all of the source when None) with the state its whole change log implies."""
+def rebuild(
+    spark: SparkSession, source: SourceConfig, tables: list[str] | None, lake: Store, label: str
+) -> dict[str, dict]:
+    """Replace each table (all of the source when None) with its replica rebuilt from the whole change log."""
     storage_options = delta_storage_options(source.lake_root, source.s3_endpoint_url)
-    engine = DeltaRsEngine(storage_options)
-    shapes, actions = expected_state(spark, source, lake, engine)
-    chosen = [s for s in shapes if tables is None or s.name in tables]
-    missing = sorted(set(tables or ()) - {s.name for s in shapes})
-    if missing:
-        raise ValueError(f"no changes of {', '.join(missing)} in the bronze change log: nothing to rebuild from")
-    loaded_at = datetime.now(UTC).replace(microsecond=0)
-    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")  # what Delta stores
     results = {}
-    actions = actions.persist(StorageLevel.MEMORY_AND_DISK) if chosen else actions
-    try:
-        for shape in chosen:
-            rows = (
-                A.typed_change_set(actions, shape, loaded_at)
-                .where(F.col(E.ACTION) == E.UPSERT)
-                .drop(*E.STAGING_COLUMNS, E.RANK)
-            )
-            staging = lake.child(zones.rebuild_staging_dir(source.name, shape.db, shape.table))
-            rows.write.mode("overwrite").parquet(spark_path(staging))
-            uri = lake.child(zones.silver_table_dir(source.name, shape.db, shape.table))
-            rows = _staged(staging, source.s3_endpoint_url)
-            results[shape.name] = _replace_table(uri, rows, shape, storage_options, source.name)
-            if "://" not in staging:
-                shutil.rmtree(staging, ignore_errors=True)
-    finally:
-        if chosen:
-            actions.unpersist()
+    with replica(spark, source, lake, "rebuild", label) as scratch:
+        built = silver_table_ids(scratch, source.name)
+        missing = sorted(set(tables or ()) - set(built))
+        if missing:
+            raise ValueError(f"no changes of {', '.join(missing)} in the bronze change log: nothing to rebuild from")
+        for name in tables or sorted(built):
+            key = zones.silver_table_dir(source.name, *built[name])
+            results[name] = _replace_table(lake.child(key), scratch.child(key), storage_options, source.name)
     return results
 
 
-def _replace_table(uri: str, rows: ds.Dataset, shape: TableShape, storage_options, source: str) -> dict:
+def _replace_table(uri: str, replica_uri: str, storage_options: dict[str, str] | None, source: str) -> dict:
+    """One overwrite commit of `uri` with the replica's rows, streamed batch by batch (the driver never holds
+    the table); an existing table keeps its description (the recorded key)."""
     engine = DeltaRsEngine(storage_options)
+    built = DeltaTable(replica_uri, storage_options=storage_options)
     existed = engine.exists(uri)
-    description = (
-        DeltaTable(uri, storage_options=storage_options).metadata().description
-        if existed
-        else json.dumps({KEY_PROPERTY: json.dumps(shape.key)}, sort_keys=True)
-    )
+    description = (DeltaTable(uri, storage_options=storage_options) if existed else built).metadata().description
     before = engine.row_count(uri) if existed else 0
     write_deltalake(
         uri,
-        rows.scanner().to_reader(),
+        built.to_pyarrow_dataset().scanner().to_reader(),
         mode="overwrite",
         schema_mode="overwrite",
         description=description,
         storage_options=storage_options,
         commit_properties=CommitProperties(custom_metadata={"lakeloader.source": source, "lakeloader.step": "rebuild"}),
     )
-    return {"rows_before": before, "rows": engine.row_count(uri), "uri": uri, "key": shape.key}
-
-
-def _staged(location: str, endpoint_url: str | None) -> ds.Dataset:
-    """The Parquet files Spark staged, as a pyarrow dataset (read batch by batch)."""
-    if location.startswith("s3://"):
-        from pyarrow import fs
-
-        return ds.dataset(location[len("s3://") :], format="parquet", filesystem=fs.S3FileSystem(
-            endpoint_override=endpoint_url))  # fmt: skip
-    return ds.dataset(location, format="parquet")
+    key = engine.properties(replica_uri).get(KEY_PROPERTY)
+    return {"rows_before": before, "rows": engine.row_count(uri), "uri": uri, "key": json.loads(key) if key else None}
 
 
 def run_replay(spark: SparkSession, source: SourceConfig, plan: dict, label: str, lake: Store | None = None) -> dict:
@@ -109,7 +78,7 @@ def run_replay(spark: SparkSession, source: SourceConfig, plan: dict, label: str
         applied = reapply(spark, source, first, last)
         outcome = {"hours": {r["hour"]: r["tables"] for r in applied}}
     else:
-        outcome = {"tables": rebuild(spark, source, plan["tables"], lake)}
+        outcome = {"tables": rebuild(spark, source, plan["tables"], lake, label)}
     report = {"source": source.name, "label": label, "started_at": started, "plan": plan, **outcome}
     lake.write_bytes(zones.replay_report_key(source.name, label), json.dumps(report, indent=1, default=str).encode())
     return report

@@ -46,6 +46,10 @@ class Store(Protocol):
         """Move every object under `prefix/` to `new_prefix/` (rare: renamed or archived tables)."""
         ...
 
+    def delete_tree(self, prefix: str) -> None:
+        """Delete every object under `prefix/` (scratch zones only); nothing there is not an error."""
+        ...
+
 
 class LocalStore:
     """A directory; writes are atomic (temporary file, then rename)."""
@@ -91,6 +95,9 @@ class LocalStore:
         target = self.root / new_prefix
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(self.root / prefix, target)
+
+    def delete_tree(self, prefix: str) -> None:
+        shutil.rmtree(self.root / prefix, ignore_errors=True)
 
     def _atomic(self, key: str) -> _AtomicFile:
         return _AtomicFile(self.root / key)
@@ -178,6 +185,10 @@ class S3Store:
                 Key=self._key(new_key),
                 CopySource={"Bucket": self.bucket, "Key": self._key(item.key)},
             )
+            self.client.delete_object(Bucket=self.bucket, Key=self._key(item.key))
+
+    def delete_tree(self, prefix: str) -> None:
+        for item in list(self.list(prefix.rstrip("/") + "/")):
             self.client.delete_object(Bucket=self.bucket, Key=self._key(item.key))
 
 

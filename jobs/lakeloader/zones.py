@@ -117,5 +117,6 @@ def replay_report_key(source: str, label: str) -> str:
     return f"audit/{source}/replay/{re.sub(r'[^A-Za-z0-9._-]+', '_', label)}.json"
 
 
-def rebuild_staging_dir(source: str, db: str, table: str) -> str:
-    return f"work/{source}/rebuild/{_path_safe(db)}/{_path_safe(table)}"
+def work_dir(source: str, purpose: str, label: str) -> str:
+    """A scratch directory of one run (e.g. the replica a reconciliation builds); deleted when the run ends."""
+    return f"work/{source}/{purpose}/{re.sub(r'[^A-Za-z0-9._-]+', '_', label)}"
