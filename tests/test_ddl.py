@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from lakeloader import zones
 from lakeloader.apply import run_apply
-from lakeloader.config import SourceConfig
+from lakeloader.config import SourceConfig, WebhookAlert
 from lakeloader.ddl import statements as S
 from lakeloader.ddl.changes import DdlPolicyError
 from lakeloader.ddl.statements import parse_ddl
@@ -19,7 +20,9 @@ from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.generator import dataworks as dw
 from lakeloader.land import land_hour
 from lakeloader.parse import run_parse
+from lakeloader.reconcile import run_reconcile
 from lakeloader.runner import run_hours
+from lakeloader_airflow import checks
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 H6 = H5 + timedelta(hours=1)
@@ -326,6 +329,36 @@ def test_unsupported_ddl_follows_the_policy(spark, tmp_path):
     with pytest.raises(DdlPolicyError, match="ddl_policy is 'fail'"):
         run_apply(spark, failing, H5)
     assert history(failing)[0]["status"] == "failed"
+
+
+def test_skip_and_alert_skips_unsupported_ddl_and_the_hourly_check_alerts_with_the_statement(
+    spark, tmp_path, http_receiver
+):
+    lines = [
+        *dw.insert(V1, 1, AT, {"id": 1, "name": "a", "qty": 1}),
+        alter(2, "ALTER TABLE items MODIFY COLUMN qty INT"),  # a narrowing
+        alter(3, "ALTER TABLE items ADD COLUMN note TEXT"),  # supported: not alerted
+    ]
+    hook = (WebhookAlert(type="webhook", url=f"{http_receiver.url}/hook"),)
+    source = make_source(tmp_path, ddl_policy="skip_and_alert", alerts=hook)
+    write(source, "h5.json", lines, H5)
+    run_hours(spark, source, [H5], emit=lambda _: None)
+    run_reconcile(spark, source, [H5], ("accounting",), label="run-5")
+
+    summary = checks.verify_reconciliation(source, "run-5", "lakeloader_shop_hourly", "scheduled__5")
+
+    skipped = {"table": "shop.items", "seq": "2", "origin": "h5.json:2"}
+    assert [{k: s[k] for k in skipped} for s in summary["ddl_unsupported"]] == [skipped]
+    [alert] = [json.loads(r["body"]) for r in http_receiver.received()]
+    assert alert["kind"] == "ddl_skipped" and alert["run_url"].endswith(
+        "/dags/lakeloader_shop_hourly/runs/scheduled__5"
+    )
+    assert alert["summary"].startswith("Source shop: 1 DDL statement(s) of hour 2026-11-21T05 were not applied")
+    assert alert["details"]["statements"] == [
+        "shop.items at h5.json:2: type change of qty from bigint to int is not a widening | "
+        "ALTER TABLE items MODIFY COLUMN qty INT"
+    ]
+    assert "note" in silver(source).column_names  # the run went on past the skipped statement
 
 
 def test_the_whole_corpus_goes_through_the_apply_job_and_is_recorded(spark, tmp_path):

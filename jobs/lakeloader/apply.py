@@ -120,6 +120,18 @@ def apply_changes(
     return {
         "tables": tables,
         "ddl": {status: sum(e.status == status for e in events) for status in sorted({e.status for e in events})},
+        "ddl_unsupported": [_unsupported(e) for e in events if e.unsupported],
+    }
+
+
+def _unsupported(event: DdlEvent) -> dict:
+    """A DDL message skipped under the source's policy, as the apply report lists it (and alerts quote it)."""
+    return {
+        "table": event.name,
+        "seq": None if event.seq is None else str(event.seq),
+        "origin": f"{event.origin_file}:{event.origin_line}",
+        "reason": event.detail,
+        "text": (event.text or "")[:500],
     }
 
 
@@ -177,9 +189,8 @@ class _Batch:
                     f"unsupported DDL for {event.name} at {event.origin_file}:{event.origin_line}: {unsupported} "
                     f"(ddl_policy is 'fail'; set it to 'skip' or 'skip_and_alert' to continue past it)"
                 ) from None
-            event.status = D.SKIPPED
-            if self.source.ddl_policy == "skip_and_alert":
-                log.warning("skipped DDL for %s (%s): %s | %s", event.name, event.origin_file, unsupported, event.text)
+            event.status, event.unsupported = D.SKIPPED, True
+            log.warning("skipped DDL for %s (%s): %s | %s", event.name, event.origin_file, unsupported, event.text)
         uri = self.lake.child(location.silver_key())
         event.schema_version = self.engine.version(uri) if self.engine.exists(uri) else None
 
@@ -214,6 +225,7 @@ def _events_by_table(events: list[DdlEvent], identities: dict[TableId, TableId])
     for event in events:
         if event.seq is None or not event.table:
             event.status, event.detail = D.SKIPPED, _reason(event)
+            event.unsupported = isinstance(event.statement, S.Unsupported)
             continue
         name = (event.db, event.table)
         by_table.setdefault(identities.get(name, name), []).append(event)

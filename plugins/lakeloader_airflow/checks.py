@@ -2,7 +2,8 @@
 and alert when something is wrong.
 
 - `verify_reconciliation`: the reconcile job's report for this run -> counts (XCom), the readable report
-  (task log), and on any gap or mismatch an alert plus a failed task.
+  (task log), and on any gap or mismatch an alert plus a failed task. For an hourly run it also alerts (the
+  run goes on) on DDL the apply step skipped as unsupported when the source's ddl_policy is skip_and_alert.
 - `check_freshness`: the source's watermark (newest change or heartbeat loaded, kept by the reconcile job)
   against wall-clock time -> lag (XCom), and an alert plus a failed task when it exceeds the freshness SLA
   or when no heartbeat arrived within the heartbeat timeout.
@@ -47,6 +48,7 @@ def verify_reconciliation(source: SourceConfig, label: str, dag_id: str, run_id:
     accounting = [r for r in report["results"] if r["check"] == ACCOUNTING]
     if len(accounting) == 1:
         summary.update(_hour_summary(source, accounting[0]))
+        _alert_skipped_ddl(source, summary, dag_id, run_id)
     for result in report["results"]:
         if result["check"] != ACCOUNTING:
             summary.setdefault("tables", {})[f"{result['check']} {result['table']}"] = {
@@ -71,10 +73,33 @@ def verify_reconciliation(source: SourceConfig, label: str, dag_id: str, run_id:
     return summary
 
 
+def _alert_skipped_ddl(source: SourceConfig, summary: dict[str, Any], dag_id: str, run_id: str) -> None:
+    """Under `skip_and_alert`, one alert listing the DDL messages the hour's apply step skipped as unsupported."""
+    skipped = summary["ddl_unsupported"]
+    if not skipped or source.ddl_policy != "skip_and_alert":
+        return
+    alerts.deliver(
+        source,
+        alerts.Alert(
+            source=source.name,
+            kind=alerts.DDL_SKIPPED,
+            summary=f"Source {source.name}: {len(skipped)} DDL statement(s) of hour {summary['hour']} were not "
+            "applied (unsupported; ddl_policy skip_and_alert): the silver schema may differ from the source's",
+            dag_id=dag_id,
+            run_id=run_id,
+            details={
+                "statements": [f"{s['table']} at {s['origin']}: {s['reason']} | {s['text'][:200]}" for s in skipped],
+                "schema history": f"{source.lake_root.rstrip('/')}/{zones.schema_history_dir(source.name)}",
+            },
+        ),
+    )
+
+
 def _hour_summary(source: SourceConfig, accounting: dict[str, Any]) -> dict[str, Any]:
     """The hour's counts, and what was quarantined (reasons from the parse report) and where to find it."""
     hour = zones.parse_hour(accounting["hour"])
     parse = _read_json(source, zones.run_report_key(source.name, hour, "parse")) or {}
+    apply = _read_json(source, zones.run_report_key(source.name, hour, "apply")) or {}
     lake = source.lake_root.rstrip("/")
     return {
         "hour": accounting["hour"],
@@ -83,6 +108,7 @@ def _hour_summary(source: SourceConfig, accounting: dict[str, Any]) -> dict[str,
         "quarantined": accounting["outcomes"]["quarantined"],
         "quarantine_reasons": parse.get("quarantine_reasons", {}),
         "quarantine_location": f"{lake}/{zones.bronze_quarantine_dir(source.name, hour)}/",
+        "ddl_unsupported": apply.get("ddl_unsupported", []),
     }
 
 

@@ -34,6 +34,7 @@ class DdlEvent:
     status: str = ""
     detail: str = ""
     schema_version: int | None = None
+    unsupported: bool = False  # skipped under the source's ddl_policy (not merely older than the schema)
 
     @property
     def name(self) -> str:
