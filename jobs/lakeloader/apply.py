@@ -33,6 +33,7 @@ from lakeloader.config import SourceConfig
 from lakeloader.ddl import changes as D
 from lakeloader.ddl import statements as S
 from lakeloader.ddl.events import DdlEvent, ddl_events, record_history
+from lakeloader.ddl.moves import TableId, TableMove, read_moves, resolve, with_moves
 from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
 from lakeloader.engine.deltars import DeltaRsEngine
@@ -98,9 +99,12 @@ def apply_changes(
     loaded_at = datetime.now(UTC).replace(microsecond=0)
     commit_info = {"lakeloader.source": source.name, "lakeloader.step": "apply", **commit_info}
     events = [e for e in ddl_events(bronze, source.source_dialect) if source.includes(e.db, e.table)]
-    identities = renamed_identities(events)
-    events_by_table = _events_by_table(events, identities)
-    data = with_segments(with_identities(bronze.where(F.col("kind") == C.DATA), identities), events_by_table)
+    moves = read_moves(lake, source.name)  # renames and drops already performed (by earlier or later hours)
+    fresh = [e for e in events if resolve((e.db, e.table), e.position[:2], moves) == (e.db, e.table)]
+    identities = renamed_identities(fresh)
+    events_by_table = _events_by_table(events, identities, moves)
+    data = bronze.where(F.col("kind") == C.DATA)
+    data = with_segments(with_identities(with_moves(data, moves), identities), events_by_table)
     configured = {name: list(key) for name, key in source.primary_keys.items()}
     shapes = [_keyed(engine, lake, source.name, shape, configured) for shape in table_shapes(data, configured)]
     changes_per_table = {(r["db"], r["table"]): r["count"] for r in data.groupBy("db", "table").count().collect()}
@@ -205,9 +209,6 @@ def _newest(change_set: pa.Table) -> tuple[Decimal, Decimal]:
     return (newest[E.SEQ], newest[E.SEQ2])
 
 
-TableId = tuple[str, str]  # (db, table): db names may contain dots (OMS tenant.database)
-
-
 def renamed_identities(events: list[DdlEvent]) -> dict[TableId, TableId]:
     """(db, table) names that a RENAME in this batch gave to a table -> its name before the batch."""
     identities: dict[TableId, TableId] = {}
@@ -220,14 +221,21 @@ def renamed_identities(events: list[DdlEvent]) -> dict[TableId, TableId]:
     return identities
 
 
-def _events_by_table(events: list[DdlEvent], identities: dict[TableId, TableId]) -> dict[TableId, list[DdlEvent]]:
+def _events_by_table(
+    events: list[DdlEvent], identities: dict[TableId, TableId], moves: list[TableMove]
+) -> dict[TableId, list[DdlEvent]]:
+    """Each DDL message under the silver table it acts on: where moves sent its table, under the table's name
+    before this batch's renames."""
     by_table: dict[TableId, list[DdlEvent]] = {}
     for event in events:
         if event.seq is None or not event.table:
             event.status, event.detail = D.SKIPPED, _reason(event)
             event.unsupported = isinstance(event.statement, S.Unsupported)
             continue
-        name = (event.db, event.table)
+        name = resolve((event.db, event.table), event.position[:2], moves)
+        if name is None:
+            event.status, event.detail = D.SKIPPED, "its table was dropped at or after this point"
+            continue
         by_table.setdefault(identities.get(name, name), []).append(event)
     return by_table
 

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from lakeloader import zones
 from lakeloader.ddl import statements as S
+from lakeloader.ddl.moves import TableMove, record_move
 from lakeloader.ddl.types import arrow_type, is_widening, spark_type_of_arrow
 from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
@@ -106,11 +107,12 @@ def _perform(
     if not exists:
         return Outcome(NO_OP, "table not loaded yet")
     if isinstance(op, S.RenameTable):
-        return _rename_table(lake, location, op)
+        return _rename_table(lake, location, op, order)
     if isinstance(op, S.DropTable):
         archive = f"archive/{location.source}/{location.db}/{location.table}/{order[0]}-{order[1]}"
         lake.move_tree(location.silver_key(), archive)
         _move_if_present(lake, location.tombstones_key(), f"{archive}-tombstones")
+        record_move(lake, location.source, TableMove((location.db, location.table), None, order))
         return Outcome(APPLIED, f"archived to {archive}")
     schema = engine.schema(uri)
     key = json.loads(engine.properties(uri).get(KEY_PROPERTY, "[]"))
@@ -181,12 +183,13 @@ def _rename_column(
     return Outcome(APPLIED, f"renamed column {old} to {new}")
 
 
-def _rename_table(lake: Store, location: TableLocation, op: S.RenameTable) -> Outcome:
+def _rename_table(lake: Store, location: TableLocation, op: S.RenameTable, order: OrderKey) -> Outcome:
     target = TableLocation(location.source, op.new.db or location.db, op.new.table)
     if lake.stat(f"{target.silver_key()}/_delta_log/00000000000000000000.json") is not None:
         raise UnsupportedOperation(f"renaming to {target.db}.{target.table}, which already has a silver table")
     lake.move_tree(location.silver_key(), target.silver_key())
     _move_if_present(lake, location.tombstones_key(), target.tombstones_key())
+    record_move(lake, location.source, TableMove((location.db, location.table), (target.db, target.table), order))
     old = f"{location.db}.{location.table}"
     location.db, location.table = target.db, target.table
     return Outcome(APPLIED, f"moved silver table {old} to {target.db}.{target.table}")
