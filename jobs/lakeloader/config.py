@@ -25,6 +25,7 @@ SUPPORTED_FORMATS = (
     "datahub_tuple",
     "oms_default",
     "oms_default_extend_column_type",
+    "auto",  # recognised per message (lakeloader.formats.auto); a configured format always wins
 )
 FORMATS_NAMING_NO_DB = ("datahub_tuple",)  # messages name the table only: `db` is required
 FORMATS_WITHOUT_TYPES = ("datahub_tuple", "oms_default")  # messages carry no column types: `column_types`
@@ -178,6 +179,8 @@ class SourceConfig(_Strict):
 
     @model_validator(mode="after")
     def _format_specific_keys(self) -> SourceConfig:
+        if self.format == "auto":
+            return self  # any format may occur: every format's settings apply to its messages
         if self.format in FORMATS_NAMING_NO_DB and self.db is None:
             raise ValueError(f"format {self.format} needs 'db': its messages name the table but not the database")
         if self.format not in FORMATS_NAMING_NO_DB and self.db is not None:

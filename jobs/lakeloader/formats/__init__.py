@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from pyspark.sql import DataFrame
-
-from lakeloader.config import SourceConfig
 from lakeloader.formats import datahub_tuple, dataworks, dataworks_v2, oms_default, oms_extend
-
-Parser = Callable[[DataFrame, SourceConfig], DataFrame]
+from lakeloader.formats.auto import Parser, auto_parser
 
 PARSERS: dict[str, Parser] = {
     "dataworks_json": dataworks.parse,
@@ -18,3 +12,4 @@ PARSERS: dict[str, Parser] = {
     "oms_default": oms_default.parse,
     "oms_default_extend_column_type": oms_extend.parse,
 }
+PARSERS["auto"] = auto_parser(dict(PARSERS))

@@ -1,0 +1,81 @@
+"""`format: auto`: each message's wire format recognised from its shape, then parsed by that format's parser.
+
+A configured format always wins; auto is for topics that carry several formats, or a first look at an export.
+Recognition reads each line's top-level JSON keys (`from_json` as a map of raw values, after `exact_numbers`,
+so it costs one more pass over the text than a configured format) and takes the first rule that matches
+(`_rules`, most specific first); files named `*.csv` (optionally compressed) are DataHub TUPLE CSV. A line
+that matches no rule is quarantined with AUTO_UNRECOGNISED as its reason. The format-specific settings
+(`db`, `column_types`, ...) apply to the messages of their format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from lakeloader import canonical as C
+from lakeloader.config import SourceConfig
+from lakeloader.formats.common import REJECT_REASON, exact_numbers
+
+Parser = Callable[[DataFrame, SourceConfig], DataFrame]
+AUTO_UNRECOGNISED = "format auto: the message matches no supported wire format"
+FORMAT = "_wire_format"
+_RAW = T.MapType(T.StringType(), T.StringType())
+
+
+def _rules(text: Column, origin_file: Column) -> list[tuple[str, Column]]:
+    top = F.from_json(exact_numbers(text), _RAW)  # quoted numbers: no number is too long for the JSON reader
+    keys, payload_keys = F.map_keys(top), F.map_keys(F.from_json(top["payload"], _RAW))
+    images = F.concat_ws("", top["postStruct"], top["prevStruct"])
+    return [
+        ("datahub_tuple", origin_file.rlike(r"\.csv(\.[A-Za-z0-9]+)?$")),
+        ("dataworks_v2", has(keys, "payload", "schema") & (top["version"] == "2.0")),
+        ("dataworks_json", has(keys, "payload", "schema") & has(payload_keys, "op", "sequenceId")),
+        ("oms_default_extend_column_type", has(keys, "recordType") & images.contains('"__light_type"')),
+        ("oms_default", has(keys, "recordType", "allMetaData")),
+        ("datahub_tuple", has(keys, "_sequence_id_", "_operation_type_")),
+    ]
+
+
+def has(keys: Column, *names: str) -> Column:
+    """Whether every name is among the keys."""
+    condition = F.array_contains(keys, names[0])
+    for name in names[1:]:
+        condition = condition & F.array_contains(keys, name)
+    return condition
+
+
+def detected_format(text: Column, origin_file: Column) -> Column:
+    """The name of the first format whose rule the line matches, else NULL."""
+    rules = _rules(text, origin_file)
+    return F.coalesce(*[F.when(F.coalesce(rule, F.lit(False)), F.lit(name)) for name, rule in rules])
+
+
+def auto_parser(parsers: Mapping[str, Parser]) -> Parser:
+    """The `auto` parser over the registry of format parsers."""
+
+    def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
+        marked = lines.withColumn(FORMAT, detected_format(F.col("text"), F.col("origin_file")))
+        # one small aggregate: which formats occur, so only their parsers join the plan
+        present = sorted(r[FORMAT] for r in marked.select(FORMAT).distinct().collect() if r[FORMAT] is not None)
+        parts = [parsers[name](marked.where(F.col(FORMAT) == name).drop(FORMAT), source) for name in present]
+        parts.append(_unrecognised(marked.where(F.col(FORMAT).isNull())))
+        result = parts[0]
+        for part in parts[1:]:
+            result = result.unionByName(part)
+        return result
+
+    return parse
+
+
+def _unrecognised(lines: DataFrame) -> DataFrame:
+    given = {name: F.col(name) for name in ("source", "origin_file", "origin_line", "batch_hour")}
+    given["origin_index"] = F.lit(0)
+    return lines.select(
+        *[given.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in C.CHANGE_SCHEMA.fields],
+        F.lit(AUTO_UNRECOGNISED).alias(REJECT_REASON),
+        F.col("text"),
+    )
