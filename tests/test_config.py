@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lakeloader.config import CONFIG_ENV_VAR, ConfigError, SourceConfig, load_config
+from lakeloader.config import CONFIG_ENV_VAR, SUPPORTED_FORMATS, ConfigError, SourceConfig, load_config
 
 
 def write(tmp_path: Path, text: str, name: str = "sources.yaml") -> Path:
@@ -164,15 +164,14 @@ def test_unsupported_format_lists_the_supported_ones(tmp_path: Path) -> None:
             tmp_path,
             """\
             sources:
-              - {name: shop, format: canal_json, export_uri: /exports, lake_root: /lake}
+              - {name: shop, format: maxwell_json, export_uri: /exports, lake_root: /lake}
             """,
         )
     )
 
-    assert (
-        "sources[0] (shop).format: expected one of 'dataworks_json', 'dataworks_v2', 'datahub_tuple', 'oms_default'"
-        " or 'oms_default_extend_column_type', got 'canal_json'" in message
-    )
+    listed = ", ".join(f"'{f}'" for f in SUPPORTED_FORMATS[:-1]) + f" or '{SUPPORTED_FORMATS[-1]}'"
+    assert f"sources[0] (shop).format: expected one of {listed}, got 'maxwell_json'" in message
+    assert "'dataworks_json', 'dataworks_v2'" in listed and "'auto'" in listed
 
 
 def test_table_name_without_db_is_rejected(tmp_path: Path) -> None:
