@@ -25,6 +25,7 @@ SUPPORTED_FORMATS = (
     "datahub_tuple",
     "oms_default",
     "oms_default_extend_column_type",
+    "canal_json",
     "auto",  # recognised per message (lakeloader.formats.auto); a configured format always wins
 )
 FORMATS_NAMING_NO_DB = ("datahub_tuple",)  # messages name the table only: `db` is required
@@ -142,6 +143,16 @@ class SourceConfig(_Strict):
     heartbeat_timeout_minutes: int | None = Field(
         default=None, ge=1, description="alert when the newest loaded heartbeat is older than this"
     )
+    canal_dts_legacy_images: bool = Field(
+        default=False,
+        description="canal_json from a DTS task created before 2022-03-20: an update's `old` holds the after-image "
+        "and `data` the before-image, a delete's row is in `old`",
+    )
+    canal_binary_encoding: Literal["latin1", "base64"] = Field(
+        default="latin1",
+        description="how canal_json writes binary values: latin1 (open-source Canal: one ISO-8859-1 character per "
+        "byte) or base64 (OMS)",
+    )
     alerts: tuple[AlertChannel, ...] = Field(default=(), description="where alerts go: webhook, slack and/or email")
     snapshot: SnapshotExport | None = Field(default=None, description="full export of current rows to reconcile")
 
@@ -181,6 +192,9 @@ class SourceConfig(_Strict):
     def _format_specific_keys(self) -> SourceConfig:
         if self.format == "auto":
             return self  # any format may occur: every format's settings apply to its messages
+        for key, fmt in {"canal_dts_legacy_images": "canal_json", "canal_binary_encoding": "canal_json"}.items():
+            if key in self.model_fields_set and self.format != fmt:
+                raise ValueError(f"'{key}' is only used by format {fmt}; remove it")
         if self.format in FORMATS_NAMING_NO_DB and self.db is None:
             raise ValueError(f"format {self.format} needs 'db': its messages name the table but not the database")
         if self.format not in FORMATS_NAMING_NO_DB and self.db is not None:

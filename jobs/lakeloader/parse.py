@@ -2,7 +2,8 @@
 
 Both outputs are overwritten per hour, so rerunning an hour reproduces them. Every line lands in exactly
 one of: bronze (data, ddl, heartbeat, control), excluded (a table outside the source's include list), or
-quarantine (with the reason); the report's counts add up to the number of lines read.
+quarantine (with the reason). The report counts lines read and, per outcome, canonical rows: a message
+holding several rows (Canal) counts once as a line and once per row.
 """
 
 from __future__ import annotations
@@ -82,7 +83,9 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
 
 def _report(classified: DataFrame, source: str, hour_text: str, files: int) -> dict:
     """Counts by outcome, by table and by quarantine reason (small aggregates collected to the driver)."""
-    by_outcome = {r[OUTCOME]: r["n"] for r in classified.groupBy(OUTCOME).agg(F.count("*").alias("n")).collect()}
+    first_of_message = F.when(F.col("origin_index") == 0, 1).otherwise(0)  # a Canal message may hold many rows
+    totals = classified.groupBy(OUTCOME).agg(F.count("*").alias("n"), F.sum(first_of_message).alias("lines")).collect()
+    by_outcome = {r[OUTCOME]: r["n"] for r in totals}
     by_table = classified.where(F.col("table").isNotNull()).groupBy("db", "table", OUTCOME).count().collect()
     reasons = classified.where(F.col(OUTCOME) == QUARANTINED).groupBy(REJECT_REASON).count().collect()
     tables: dict[str, dict[str, int]] = {}
@@ -92,7 +95,7 @@ def _report(classified: DataFrame, source: str, hour_text: str, files: int) -> d
         "source": source,
         "hour": hour_text,
         "files": files,
-        "lines": sum(by_outcome.values()),
+        "lines": sum(r["lines"] for r in totals),
         "outcomes": {k: by_outcome.get(k, 0) for k in (C.DATA, C.DDL, C.HEARTBEAT, C.CONTROL, EXCLUDED, QUARANTINED)},
         "tables": dict(sorted(tables.items())),
         "quarantine_reasons": {r[REJECT_REASON]: r["count"] for r in reasons},

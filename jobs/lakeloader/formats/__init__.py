@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lakeloader.formats import datahub_tuple, dataworks, dataworks_v2, oms_default, oms_extend
+from lakeloader.formats import canal, datahub_tuple, dataworks, dataworks_v2, oms_default, oms_extend
 from lakeloader.formats.auto import Parser, auto_parser
 
 PARSERS: dict[str, Parser] = {
@@ -11,5 +11,6 @@ PARSERS: dict[str, Parser] = {
     "datahub_tuple": datahub_tuple.parse,
     "oms_default": oms_default.parse,
     "oms_default_extend_column_type": oms_extend.parse,
+    "canal_json": canal.parse,
 }
 PARSERS["auto"] = auto_parser(dict(PARSERS))

@@ -37,6 +37,7 @@ def _rules(text: Column, origin_file: Column) -> list[tuple[str, Column]]:
         ("oms_default_extend_column_type", has(keys, "recordType") & images.contains('"__light_type"')),
         ("oms_default", has(keys, "recordType", "allMetaData")),
         ("datahub_tuple", has(keys, "_sequence_id_", "_operation_type_")),
+        ("canal_json", has(keys, "isDdl", "type")),
     ]
 
 

@@ -313,16 +313,30 @@ def with_canonical_images(frame: DataFrame, converters: Mapping[str, Converter])
     its column's converter (from `typed`).
 
     Undeclared columns and columns of unknown wire type keep their text (they are strings). An invalid
-    value becomes NULL, which `invalid_columns` then reports. The name -> declaration map is a column
-    of its own, referenced by both images: an expression used only inside the per-value lambda would be
-    inlined there by the optimizer and rebuilt for every value.
+    value becomes NULL, which `invalid_columns` then reports.
     """
+    images = {image: canonical_image(F.col(f"raw_{image}"), converters) for image in ("before", "after")}
+    return with_declaration_lookup(frame).withColumns(images).drop(LOOKUP)
+
+
+LOOKUP = "_lookup"
+
+
+def with_declaration_lookup(frame: DataFrame) -> DataFrame:
+    """Adds LOOKUP, the map name -> struct(conv, type) of `typed` that `canonical_image` reads. It is a
+    column of its own, referenced by the images: an expression used only inside the per-value lambda would
+    be inlined there by the optimizer and rebuilt for every value."""
     names = F.col("typed")["name"]
     entries = F.transform("typed", lambda c: F.struct(c["name"], F.struct(c["conv"], c["type"])))
-    frame = frame.withColumn("_lookup", F.when(~_has_repeats(names), F.map_from_entries(entries)))
+    return frame.withColumn(LOOKUP, F.when(~_has_repeats(names), F.map_from_entries(entries)))
+
+
+def canonical_image(raw: Column, converters: Mapping[str, Converter]) -> Column:
+    """An image (map of wire text) as canonical text, each value converted by its declared column's converter
+    (needs the LOOKUP column, `with_declaration_lookup`)."""
 
     def convert(name: Column, value: Column) -> Column:
-        declared = F.element_at(F.col("_lookup"), name)
+        declared = F.element_at(F.col(LOOKUP), name)
         conv, spark_type = declared["conv"], declared["type"]
         result = None
         for key, converter in converters.items():
@@ -330,9 +344,7 @@ def with_canonical_images(frame: DataFrame, converters: Mapping[str, Converter])
             result = F.when(conv == key, branch) if result is None else result.when(conv == key, branch)
         return result.otherwise(value)
 
-    return frame.withColumns(
-        {image: F.transform_values(f"raw_{image}", convert) for image in ("before", "after")}
-    ).drop("_lookup")
+    return F.transform_values(raw, convert)
 
 
 def spark_columns(typed: Column) -> Column:

@@ -1,0 +1,423 @@
+"""Canal JSON: the OMS and DTS document examples, real open-source Canal messages (Apache Paimon's test data) and
+quarantine cases become exactly the expected canonical rows; a scenario, and Paimon's schema-evolution messages
+with their DDL, land in silver exactly."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from format_support import FIXTURES, parse_lines, run, silver_rows, silver_schema, source_for, write_export
+
+from lakeloader.config import SourceConfig
+
+CANAL = FIXTURES / "canal_json"
+PAIMON = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "peers" / "paimon" / "canal" / "table"
+H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
+
+
+def source(**settings) -> SourceConfig:
+    return source_for("canal_json", **settings)
+
+
+def lines_of(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def parse_messages(spark, tmp_path):
+    return lambda source_, lines: parse_lines(spark, source_, tmp_path, lines)
+
+
+def canal(
+    kind: str, rows: list[dict] | None, old: list[dict] | None = None, es: int | str = 1700000000000, **fields
+) -> str:
+    """A Canal message on shop.orders (id int key, amount decimal(10,2), name varchar, photo blob)."""
+    message = {
+        "data": rows,
+        "old": old,
+        "database": "shop",
+        "table": "orders",
+        "type": kind,
+        "isDdl": False,
+        "es": es,
+        "ts": 1700000000300,
+        "id": 7,
+        "pkNames": ["id"],
+        "mysqlType": {"id": "int", "amount": "decimal(10,2)", "name": "varchar(20)", "photo": "blob"},
+        "sqlType": {"id": 4, "amount": 3, "name": 12, "photo": 2004},
+        "sql": "",
+    }
+    return json.dumps(message | fields)
+
+
+def test_oms_examples_quarantine_the_values_that_do_not_fit_their_declared_types(parse_messages):
+    rows = parse_messages(source(canal_binary_encoding="base64"), lines_of(CANAL / "oms_examples.jsonl"))
+
+    assert [(r["outcome"], r["op"], r["reject_reason"]) for r in rows] == [
+        ("quarantined", "INSERT", "value does not match its declared type in column(s): col12, col13"),
+        ("quarantined", "UPDATE", "value does not match its declared type in column(s): col12, col13"),
+        ("quarantined", "DELETE", "value does not match its declared type in column(s): col12, col13"),
+        ("ddl", "ALTER", None),
+    ]
+    ddl = rows[3]
+    assert (ddl["db"], ddl["table"], ddl["kind"], ddl["raw_op"]) == (
+        "connector_test",
+        "all_mysql_type_test",
+        "ddl",
+        "ALTER",
+    )
+    assert ddl["ddl"] == (
+        "alter table connector_test.all_mysql_type_test add column c90 varchar(30) default \"test\" comment 'test'"
+    )
+    assert (ddl["seq"], ddl["seq2"], ddl["event_time"]) == (
+        Decimal(1671177209000),
+        0,
+        datetime(2022, 12, 16, 7, 53, 29),
+    )
+
+
+def test_oms_examples_with_fitting_values_give_exact_canonical_text_for_every_type(parse_messages):
+    fitted = []
+    for line in lines_of(CANAL / "oms_examples.jsonl")[:3]:
+        message = json.loads(line)
+        message["data"][0] |= {"col12": "12345.678", "col13": "1022337203685477580"}
+        fitted.append(json.dumps(message))
+
+    insert, update, delete = parse_messages(source(canal_binary_encoding="base64"), fitted)
+
+    assert insert["reject_reason"] is None and insert["op"] == "INSERT" and insert["before"] is None
+    assert insert["after"] == {
+        "col1": "2020-11-25 00:01:02.000000",  # datetime
+        "col2": "hello world",  # varchar
+        "col3": "1.2222",  # float
+        "col4": "1e-307",  # double (the test re-serialized the document's 700-digit 9.99...E-308 as Python does)
+        "col5": "129",  # smallint
+        "col6": "00:01:02",  # time
+        "col7": "2147483646",  # int
+        "col8": "9223372036854775806",  # int64
+        "col9": "aGVsbG8gd29ybGQ=",  # blob, Base64 in OMS
+        "col10": "3",  # tinyint
+        "col11": "2020-11-25",  # date
+        "col12": "12345.678",  # decimal without precision
+        "col13": "1022337203685477580",  # bigint
+        "col14": "2020-11-24 16:01:02.012345",  # timestamp as epoch seconds: 1606233662.012345
+    }
+    assert {c["name"]: c["type"] for c in insert["columns"]} == {
+        "col1": "timestamp",
+        "col2": "string",
+        "col3": "float",
+        "col4": "double",
+        "col5": "smallint",
+        "col6": "string",
+        "col7": "int",
+        "col8": "bigint",
+        "col9": "binary",
+        "col10": "tinyint",
+        "col11": "date",
+        "col12": "decimal(38,18)",
+        "col13": "bigint",
+        "col14": "timestamp",
+    }
+    assert insert["primary_key"] == ["col1", "col2"]
+    assert (insert["seq"], insert["seq2"], insert["event_time"]) == (
+        Decimal(1609344671000),
+        0,
+        datetime(2020, 12, 30, 16, 11, 11),
+    )
+    # the update's old names a column `col` that the row does not have: it stays in the before-image
+    assert update["after"]["col2"] == "hello world 2020" and update["before"]["col2"] == "hello world 2020"
+    assert update["before"]["col"] == "hello world" and "col" not in update["after"]
+    assert update["op"] == "UPDATE" and update["after_partial"] is False
+    assert delete["reject_reason"] == "primary key column(s) missing from the image: int8, int16"
+
+
+def test_dts_examples_in_both_conventions(parse_messages):
+    lines = lines_of(CANAL / "dts_examples.jsonl")
+
+    modern = parse_messages(source(), lines)
+    legacy = parse_messages(source(canal_dts_legacy_images=True), lines)
+
+    assert [(r["outcome"], r["op"], r["reject_reason"]) for r in modern] == [
+        ("quarantined", "DELETE", "DELETE message without rows in data"),
+        ("data", "DELETE", None),
+        ("ddl", "DDL", None),
+    ]
+    delete = modern[1]
+    assert delete["before"] == {"id": "500000287", "shipping_type": None} and delete["after"] is None
+    assert delete["columns"] == [{"name": "id", "type": "bigint"}, {"name": "shipping_type", "type": "string"}]
+    assert (delete["seq"], delete["seq2"]) == (Decimal(1600161894000), Decimal(58))
+    assert (modern[2]["ddl"], modern[2]["table"]) == ("eg:createxxx", "tablename")
+    # before 2022-03-20 the deleted row is in `old`; the example's row lacks its key column
+    assert [(r["outcome"], r["reject_reason"]) for r in legacy] == [
+        ("quarantined", "primary key column(s) missing from the image: id"),
+        ("quarantined", "DELETE message without rows in old"),
+        ("ddl", None),
+    ]
+
+
+def test_legacy_dts_update_reads_the_before_image_from_data_and_the_after_image_from_old(parse_messages):
+    lines = [
+        canal("UPDATE", [{"id": "1", "amount": "1.00", "name": "a", "photo": None}], old=[{"amount": "2.50"}]),
+        canal("DELETE", None, old=[{"id": "1", "amount": "2.50", "name": "a", "photo": None}]),
+    ]
+
+    legacy = parse_messages(source(canal_dts_legacy_images=True), lines)
+    modern = parse_messages(source(), lines[:1])
+
+    update, delete = legacy
+    assert update["before"] == {"id": "1", "amount": "1.00", "name": "a", "photo": None}
+    assert update["after"] == {"id": "1", "amount": "2.50", "name": "a", "photo": None}
+    assert delete["op"] == "DELETE" and delete["before"]["amount"] == "2.50" and delete["reject_reason"] is None
+    assert modern[0]["before"]["amount"] == "2.50" and modern[0]["after"]["amount"] == "1.00"
+
+
+def test_paimon_schema_evolution_messages(parse_messages):
+    lines = [line for n in range(1, 6) for line in lines_of(PAIMON / "schemaevolution" / f"canal-data-{n}.txt")]
+
+    rows = parse_messages(source(), lines)
+
+    assert all(r["reject_reason"] is None for r in rows)
+    assert [r["outcome"] for r in rows].count("ddl") == 16
+    two_rows = [r for r in rows if r["origin_line"] == 2]
+    assert [(r["origin_index"], r["after"]["_id"], r["after"]["v1"]) for r in two_rows] == [
+        (0, "2", "two"),
+        (1, "4", "four"),
+    ]
+    assert two_rows[0]["seq"] == two_rows[1]["seq"] == Decimal(1683006724000)
+    alter = rows[3]
+    assert alter["kind"] == "ddl" and alter["ddl"].endswith("ALTER TABLE schema_evolution_1 ADD COLUMN v2 INT")
+    bigint_update = next(r for r in rows if r["op"] == "UPDATE" and r["after"]["_id"] == "3")
+    assert bigint_update["before"] == {"pt": "2", "_id": "3", "v1": "three", "v2": "30"}
+    assert bigint_update["after"] == {"pt": "2", "_id": "3", "v1": "three", "v2": "30000000000"}
+    assert {c["name"]: c["type"] for c in bigint_update["columns"]}["v2"] == "bigint"
+    delete = next(r for r in rows if r["op"] == "DELETE")
+    assert delete["before"]["_id"] == "5" and delete["seq2"] == Decimal(42)
+    binary_update = rows[-1]
+    assert binary_update["before"]["v4"] is None
+    assert base64.b64decode(binary_update["after"]["v4"]) == b"four.bin.long"
+    assert binary_update["after"]["v5"] == "4.00000000004"
+
+
+def test_paimon_all_types_message_keeps_every_value_exact(parse_messages):
+    first, second = parse_messages(source(), lines_of(PAIMON / "alltype" / "canal-data.txt"))
+
+    assert (first["reject_reason"], first["origin_index"], second["origin_index"]) == (None, 0, 1)
+    types = {c["name"]: c["type"] for c in first["columns"]}
+    values = first["after"]
+    expected = {
+        "_id": ("int", "1"),
+        "pt": ("decimal(2,1)", "1.1"),
+        "_tinyint1": ("tinyint", "1"),
+        "_boolean": ("tinyint", "1"),
+        "_bool": ("tinyint", "0"),
+        "_tinyint": ("tinyint", "1"),
+        "_tinyint_unsigned": ("smallint", "2"),
+        "_tinyint_unsigned_zerofill": ("smallint", "3"),
+        "_smallint": ("smallint", "1000"),
+        "_smallint_unsigned": ("int", "2000"),
+        "_smallint_unsigned_zerofill": ("int", "3000"),
+        "_mediumint": ("int", "100000"),
+        "_mediumint_unsigned": ("int", "200000"),
+        "_mediumint_unsigned_zerofill": ("int", "300000"),
+        "_int": ("int", "1000000"),
+        "_int_unsigned": ("bigint", "2000000"),
+        "_int_unsigned_zerofill": ("bigint", "3000000"),
+        "_bigint": ("bigint", "10000000000"),
+        "_bigint_unsigned": ("decimal(20,0)", "20000000000"),
+        "_bigint_unsigned_zerofill": ("decimal(20,0)", "30000000000"),
+        "_serial": ("decimal(20,0)", "40000000000"),
+        "_float": ("float", "1.5"),
+        "_float_unsigned": ("float", "2.5"),
+        "_float_unsigned_zerofill": ("float", "3.5"),
+        "_real": ("double", "1.000001"),
+        "_real_unsigned": ("double", "2.000002"),
+        "_real_unsigned_zerofill": ("double", "3.000003"),
+        "_double": ("double", "1.000011"),
+        "_double_unsigned": ("double", "2.000022"),
+        "_double_unsigned_zerofill": ("double", "3.000033"),
+        "_double_precision": ("double", "1.000111"),
+        "_double_precision_unsigned": ("double", "2.000222"),
+        "_double_precision_unsigned_zerofill": ("double", "3.000333"),
+        "_numeric": ("decimal(8,3)", "12345.110"),
+        "_numeric_unsigned": ("decimal(8,3)", "12345.220"),
+        "_numeric_unsigned_zerofill": ("decimal(8,3)", "12345.330"),
+        "_fixed": ("string", "123456789876543212345678987654321.110"),  # 40 digits: beyond Spark's decimals
+        "_fixed_unsigned": ("string", "123456789876543212345678987654321.220"),
+        "_fixed_unsigned_zerofill": ("string", "123456789876543212345678987654321.330"),
+        "_decimal": ("decimal(8,0)", "11111"),
+        "_decimal_unsigned": ("decimal(8,0)", "22222"),
+        "_decimal_unsigned_zerofill": ("decimal(8,0)", "33333"),
+        "_date": ("date", "2023-03-23"),
+        "_datetime": ("timestamp", "2023-03-23 14:30:05.000000"),
+        "_datetime3": ("timestamp", "2023-03-23 14:30:05.123000"),
+        "_datetime6": ("timestamp", "2023-03-23 14:30:05.123456"),
+        "_datetime_p": ("timestamp", "2023-03-24 14:30:00.000000"),
+        "_datetime_p2": ("timestamp", "2023-03-24 14:30:05.120000"),
+        "_timestamp": ("timestamp", "2023-03-23 15:00:10.123456"),
+        "_timestamp0": ("timestamp", "2023-03-23 00:10:00.000000"),
+        "_char": ("string", "Paimon"),
+        "_varchar": ("string", "Apache Paimon"),
+        "_tinytext": ("string", "Apache Paimon MySQL TINYTEXT Test Data"),
+        "_text": ("string", "Apache Paimon MySQL Test Data"),
+        "_mediumtext": ("string", "Apache Paimon MySQL MEDIUMTEXT Test Data"),
+        "_longtext": ("string", "Apache Paimon MySQL Long Test Data"),
+        "_json": ("string", '{"a": "b"}'),
+        "_enum": ("string", "1"),  # open-source Canal sends the ENUM's index
+        "_year": ("int", "2023"),
+        "_time": ("string", "10:13:23"),
+        "_set": ("string", "3"),  # ... and the SET's bit mask
+    }
+    assert {name: (types[name], values[name]) for name in expected} == expected
+    binaries = {name: base64.b64decode(values[name]) for name, kind in types.items() if kind == "binary"}
+    assert binaries["_bin"] == b"bytes" and binaries["_varbin"] == b"more bytes"
+    assert binaries["_tinyblob"] == b"TINYBLOB type test data"
+    assert binaries["_blob"] == b"BLOB type test data"
+    assert binaries["_mediumblob"] == b"MEDIUMBLOB type test data"
+    assert binaries["_longblob"] == b"LONGBLOB  bytes test data"
+    # spatial values are MySQL's internal form, a 4-byte SRID then WKB: POINT(1 1)
+    assert binaries["_point"] == bytes(4) + bytes.fromhex("0101000000000000000000f03f000000000000f03f")
+    assert set(binaries) == {
+        *("_bin", "_varbin", "_tinyblob", "_blob", "_mediumblob", "_longblob", "_point", "_geometry"),
+        *("_linestring", "_polygon", "_multipoint", "_multiline", "_multipolygon", "_geometrycollection"),
+    }
+    assert second["after"]["_serial"] == "50000000000" and second["after"]["pt"] == "2.2"
+    assert {value for name, value in second["after"].items() if name not in ("_id", "pt", "_serial")} == {None}
+
+
+def test_table_without_primary_key_declares_none(parse_messages):
+    rows = parse_messages(source(), lines_of(PAIMON / "nonpk" / "canal-data-1.txt"))
+
+    assert [(r["op"], r["primary_key"], r["after"]) for r in rows] == [
+        ("INSERT", None, {"v0": "five", "v1": "50"}),
+        ("INSERT", None, {"v0": "five", "v1": "50"}),
+    ]
+    assert [r["seq2"] for r in rows] == [Decimal(81), Decimal(84)]
+
+
+def test_impossible_declared_types_become_strings(parse_messages):
+    message = json.loads(canal("INSERT", [{"id": "1", "amount": "1.5", "name": "a", "photo": None}]))
+    message["mysqlType"] |= {"amount": "decimal(5,10)", "id": "decimal(0)"}
+
+    (row,) = parse_messages(source(), [json.dumps(message)])
+
+    assert row["reject_reason"] is None and row["after"]["amount"] == "1.5"
+    assert [(c["name"], c["type"]) for c in row["columns"]][:2] == [("id", "string"), ("amount", "string")]
+
+
+def test_full_load_init_rows_are_inserts(parse_messages):
+    (row,) = parse_messages(source(), [canal("INIT", [{"id": "9", "amount": "0.10", "name": "x", "photo": "\u00ff"}])])
+
+    assert (row["op"], row["raw_op"], row["kind"]) == ("INSERT", "INIT", "data")
+    assert row["after"] == {"id": "9", "amount": "0.10", "name": "x", "photo": "/w=="}  # one byte, 0xFF
+
+
+def test_bad_messages_are_quarantined_whole_with_their_reason(parse_messages):
+    good_row = {"id": "1", "amount": "1.00", "name": "a", "photo": None}
+    lines = [
+        "not json",
+        "",
+        json.dumps({"database": "shop", "table": "orders", "data": [good_row]}),
+        canal("UPSERT", [good_row]),
+        canal("INSERT", [good_row], table=None),
+        canal("INSERT", [good_row], es="yesterday"),
+        canal("INSERT", []),
+        canal("UPDATE", [good_row, good_row], old=[{"amount": "2.00"}]),
+        canal("INSERT", [good_row, good_row | {"amount": "123456789.00"}, good_row | {"id": "x"}]),
+        canal("INSERT", [good_row, good_row | {"id": None}]),
+        canal("INSERT", [good_row | {"photo": "\u4e2d"}]),  # not a Latin-1 character: no byte
+    ]
+
+    rows = parse_messages(source(), lines)
+
+    assert [(r["origin_line"], r["outcome"], r["reject_reason"]) for r in rows] == [
+        (1, "quarantined", "malformed JSON: not a JSON object"),
+        (2, "quarantined", "empty line"),
+        (3, "quarantined", "missing type"),
+        (4, "quarantined", "unknown type 'UPSERT'"),
+        (5, "quarantined", "missing table"),
+        (6, "quarantined", "es is missing or not a number"),
+        (7, "quarantined", "INSERT message without rows in data"),
+        (8, "quarantined", "UPDATE message whose old does not have one entry per data row"),
+        (9, "quarantined", "value does not match its declared type in column(s): amount, id"),
+        (10, "quarantined", "primary key column(s) missing from the image: id"),
+        (11, "quarantined", "value does not match its declared type in column(s): photo"),
+    ]
+
+
+def test_scenario_lands_in_silver_exactly(spark, tmp_path):
+    config = source_for("canal_json", tmp_path)
+    t0 = 1795237800000  # 2026-11-21 05:10 UTC, in ms
+
+    def row(id_: int, amount: str, name: str, photo: str | None = None) -> dict:
+        return {"id": str(id_), "amount": amount, "name": name, "photo": photo}
+
+    hour5 = [
+        canal("INSERT", [row(1, "10.50", "ann", "\u0000\u00ff"), row(2, "7.00", "bob")], es=t0),
+        canal("INSERT", [row(3, "1.25", "cy")], es=t0 + 1000),
+        canal("UPDATE", [row(1, "12.00", "ann", "\u0000\u00ff")], old=[{"amount": "10.50"}], es=t0 + 2000),
+        canal("DELETE", [row(2, "7.00", "bob")], es=t0 + 3000),
+        json.dumps(
+            {
+                "database": "shop",
+                "table": "orders",
+                "type": "ALTER",
+                "isDdl": True,
+                "es": t0 + 4000,
+                "sql": "ALTER TABLE orders ADD COLUMN note TEXT",
+            }
+        ),
+    ]
+    hour6 = [
+        canal("UPDATE", [row(4, "1.25", "cy")], old=[{"id": "3"}], es=t0 + 3_600_000),  # the key changes
+        canal("INIT", [row(5, "0.01", "dee")], es=t0 + 3_601_000),
+        canal("UPDATE", [row(1, "99.99", "stale")], old=[{"amount": "10.50"}], es=t0 + 1500),  # older than the row
+    ]
+
+    write_export(config, "shop/canal-0005.json", hour5, H5)
+    write_export(config, "shop/canal-0006.json", hour6, H5 + timedelta(hours=1))
+    reports = run(spark, config, [H5, H5 + timedelta(hours=1)])
+
+    assert silver_rows(config, "shop", "orders") == [
+        {"id": 1, "amount": Decimal("12.00"), "name": "ann", "photo": b"\x00\xff", "note": None},
+        {"id": 4, "amount": Decimal("1.25"), "name": "cy", "photo": None, "note": None},
+        {"id": 5, "amount": Decimal("0.01"), "name": "dee", "photo": None, "note": None},
+    ]
+    parse5 = next(r for r in reports if r["step"] == "parse" and r["hour"] == "2026-11-21T05")
+    assert parse5["outcomes"] == {"data": 5, "ddl": 1, "heartbeat": 0, "control": 0, "excluded": 0, "quarantined": 0}
+    assert parse5["lines"] == 5  # the first message holds two rows
+
+
+def test_paimon_schema_evolution_messages_apply_their_ddl_in_sequence(spark, tmp_path):
+    """The five files of real Canal messages, one hour each: ADD COLUMN, MODIFY COLUMN (int -> bigint,
+    varbinary(10) -> varbinary(20), float -> double) interleaved with inserts, updates and a delete."""
+    config = source_for("canal_json", tmp_path)
+    hours = [H5 + timedelta(hours=n) for n in range(5)]
+    for n, hour in enumerate(hours, start=1):
+        write_export(config, f"canal-data-{n}.txt", lines_of(PAIMON / "schemaevolution" / f"canal-data-{n}.txt"), hour)
+
+    run(spark, config, hours)
+
+    one = silver_rows(config, "paimon_sync_table", "schema_evolution_1")
+    assert silver_schema(config, "paimon_sync_table", "schema_evolution_1") == {
+        "pt": "int32", "_id": "int32", "v1": "string", "v2": "int64", "v3": "decimal128(8, 3)", "v4": "binary",
+        "v5": "double",
+    }  # fmt: skip
+    assert one == [
+        {"pt": 1, "_id": 1, "v1": "one", "v2": None, "v3": None, "v4": None, "v5": None},
+        {"pt": 1, "_id": 9, "v1": "nine", "v2": 90000000000, "v3": Decimal("99999.999"), "v4": b"nine.bin.long",
+         "v5": 9.00000000009},
+        {"pt": 2, "_id": 3, "v1": "three", "v2": 30000000000, "v3": None, "v4": None, "v5": None},
+        {"pt": 2, "_id": 7, "v1": "seven", "v2": 70000000000, "v3": None, "v4": None, "v5": None},
+    ]  # fmt: skip
+    two = silver_rows(config, "paimon_sync_table", "schema_evolution_2")
+    assert [(r["_id"], r["v1"], r["v2"], r["v4"]) for r in two] == [
+        (2, "second", None, None),
+        (6, "six", 60, None),
+        (4, "four", None, b"four.bin.long"),
+        (8, "very long string", 80000000000, None),
+    ]
