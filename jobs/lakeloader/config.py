@@ -26,10 +26,12 @@ SUPPORTED_FORMATS = (
     "oms_default",
     "oms_default_extend_column_type",
     "canal_json",
+    "shareplex_json",
     "auto",  # recognised per message (lakeloader.formats.auto); a configured format always wins
 )
 FORMATS_NAMING_NO_DB = ("datahub_tuple",)  # messages name the table only: `db` is required
-FORMATS_WITHOUT_TYPES = ("datahub_tuple", "oms_default")  # messages carry no column types: `column_types`
+# messages carry no column types: `column_types`
+FORMATS_WITHOUT_TYPES = ("datahub_tuple", "oms_default", "shareplex_json")
 SPARK_TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double", "boolean", "string", "binary", "date")
 SPARK_TYPES_TEXT = ", ".join(SPARK_TYPES) + ", timestamp, decimal(p,s)"
 SOURCE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"

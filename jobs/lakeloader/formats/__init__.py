@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lakeloader.formats import canal, datahub_tuple, dataworks, dataworks_v2, oms_default, oms_extend
+from lakeloader.formats import canal, datahub_tuple, dataworks, dataworks_v2, oms_default, oms_extend, shareplex
 from lakeloader.formats.auto import Parser, auto_parser
 
 PARSERS: dict[str, Parser] = {
@@ -12,5 +12,6 @@ PARSERS: dict[str, Parser] = {
     "oms_default": oms_default.parse,
     "oms_default_extend_column_type": oms_extend.parse,
     "canal_json": canal.parse,
+    "shareplex_json": shareplex.parse,
 }
 PARSERS["auto"] = auto_parser(dict(PARSERS))

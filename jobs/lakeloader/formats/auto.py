@@ -38,6 +38,7 @@ def _rules(text: Column, origin_file: Column) -> list[tuple[str, Column]]:
         ("oms_default", has(keys, "recordType", "allMetaData")),
         ("datahub_tuple", has(keys, "_sequence_id_", "_operation_type_")),
         ("canal_json", has(keys, "isDdl", "type")),
+        ("shareplex_json", has(keys, "meta")),
     ]
 
 

@@ -42,6 +42,7 @@ from lakeloader.formats.common import (
     integer_text,
     invalid_columns,
     listing,
+    overlay,
     parse_json,
     with_declaration_lookup,
 )
@@ -136,16 +137,9 @@ def _names(rows: Column, old: Column) -> list[Column]:
     ]
 
 
-def _overlay(row: Column, changes: Column) -> Column:
-    """`row` with the values of `changes` laid over it (columns only `changes` has are added)."""
-    changes = F.coalesce(changes, F.create_map().cast(_ROW))
-    kept = F.map_filter(row, lambda name, _: ~F.array_contains(F.map_keys(changes), name))
-    return F.map_concat(kept, changes)
-
-
 def _images(raw_type: Column, row: Column, old_row: Column, legacy: Column) -> Column:
     """struct(before, after) of one data row, as wire text."""
-    merged = _overlay(row, old_row)  # modern: the before-image; legacy: the after-image
+    merged = overlay(row, old_row)  # modern: the before-image; legacy: the after-image
     before = F.when(raw_type == "DELETE", row).when(raw_type == "UPDATE", F.when(legacy, row).otherwise(merged))
     after = F.when(raw_type.isin("INSERT", "INIT"), row).when(
         raw_type == "UPDATE", F.when(legacy, merged).otherwise(row)

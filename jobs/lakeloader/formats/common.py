@@ -347,6 +347,14 @@ def canonical_image(raw: Column, converters: Mapping[str, Converter]) -> Column:
     return F.transform_values(raw, convert)
 
 
+def overlay(base: Column, changes: Column) -> Column:
+    """An image (`base`; NULL counts as empty) with the values of `changes` (NULL: none) laid over it, for
+    formats that send an update's changed columns apart from the row (Canal `old`, SharePlex `data`)."""
+    base = F.coalesce(base, F.create_map().cast(C.IMAGE_TYPE))
+    changes = F.coalesce(changes, F.create_map().cast(C.IMAGE_TYPE))
+    return F.map_concat(F.map_filter(base, lambda name, _: ~F.array_contains(F.map_keys(changes), name)), changes)
+
+
 def spark_columns(typed: Column) -> Column:
     """The declared columns as CHANGE_SCHEMA's array<struct<name, type>> with Spark SQL types."""
     return F.transform(typed, lambda c: F.struct(c["name"].alias("name"), c["type"].alias("type")))
@@ -375,6 +383,12 @@ def configured_map(entries: Mapping[str, object], value_type: str) -> Column:
             literal = F.lit(value)
         items += [F.lit(key), literal]
     return F.create_map(*items).cast(f"map<string,{value_type}>")
+
+
+def configured_types(column_types: Mapping[str, Mapping[str, str]], db: Column, table: Column) -> Column:
+    """The map column -> Spark SQL type that a source's `column_types` gives db.table (NULL when none), for
+    formats whose messages carry no types (resolve its entries with `spark_typed`)."""
+    return F.element_at(configured_map(column_types, "map<string,string>"), qualified(db, table))
 
 
 def qualified(db: Column, table: Column) -> Column:

@@ -36,6 +36,7 @@ from lakeloader.config import SourceConfig
 from lakeloader.formats.common import (
     WireFields,
     configured_map,
+    configured_types,
     declare_names,
     finish,
     integer_text,
@@ -86,6 +87,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         canonical_op = (F.when if canonical_op is None else canonical_op.when)(fits, F.lit(canonical))
     image = F.map_filter(row, lambda k, _v: ~k.isin(*METADATA))
     db, table = F.lit(source.db), row[SOURCE_TABLE]
+    types = configured_types(source.column_types, db, table)
     excute_time = row[EXECUTE_TIME]
     frame = frame.select(
         *lines.columns,
@@ -106,9 +108,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
             F.lit(OPERATION),
             op_type,
         ).alias("flag_problem"),
-        F.when(~is_header, declare_names(F.map_keys(image), _configured_types(source, db, table), spark_typed)).alias(
-            "typed"
-        ),
+        F.when(~is_header, declare_names(F.map_keys(image), types, spark_typed)).alias("typed"),
         F.element_at(configured_map(source.primary_keys, "array<string>"), qualified(db, table)).alias("primary_key"),
         integer_text(row[SEQUENCE]).alias("seq"),
         excute_time.alias("raw_event_time"),
@@ -189,10 +189,6 @@ def _header_problem(header: str, names: Column) -> Column:
         .when(F.size(missing) > 0, listing("CSV header lacks metadata column(s): ", missing))
         .alias("problem")
     )
-
-
-def _configured_types(source: SourceConfig, db: Column, table: Column) -> Column:
-    return F.element_at(configured_map(source.column_types, "map<string,string>"), qualified(db, table))
 
 
 def _datahub_timestamp(v: Column, _type: Column = None) -> Column:

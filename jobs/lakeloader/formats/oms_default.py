@@ -43,14 +43,13 @@ from lakeloader.formats.common import (
     Converter,
     OpTable,
     WireFields,
-    configured_map,
+    configured_types,
     declare_names,
     epoch_micros,
     finish,
     image_names,
     integer_text,
     parse_json,
-    qualified,
     spark_type_converters,
     spark_typed,
     with_canonical_images,
@@ -97,11 +96,10 @@ the columns `db`, `table`, `db_type` and `sent_before`/`sent_after` (the images 
 
 def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine."""
-    configured = configured_map(source.column_types, "map<string,string>")
     converters = spark_type_converters(timestamp=ob_types.TIMESTAMP_CONVERTER)
 
     def declaration(names: Column) -> tuple[Column, dict[str, Converter]]:
-        types = F.element_at(configured, qualified(F.col("db"), F.col("table")))
+        types = configured_types(source.column_types, F.col("db"), F.col("table"))
         return declare_names(names, types, spark_typed), converters
 
     return build(lines, declaration)
