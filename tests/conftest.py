@@ -233,3 +233,11 @@ def http_receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Receiver
 @pytest.fixture
 def smtp_receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Receiver]:
     yield from _start_receiver("smtp", tmp_path_factory.mktemp("smtp-receiver"))
+
+
+@pytest.fixture
+def parse_messages(spark, tmp_path):
+    """parse_messages(source, lines): the classified rows of those messages (format tests)."""
+    from format_support import parse_lines
+
+    return lambda source, lines: parse_lines(spark, source, tmp_path, lines)

@@ -32,6 +32,11 @@ def parse_files(spark, source: SourceConfig, *files: Path) -> list[dict]:
     return [row.asDict(recursive=True) for row in rows]
 
 
+def lines_of(path: Path) -> list[str]:
+    """A fixture file's messages (blank lines skipped)."""
+    return [line for line in path.read_text().splitlines() if line.strip()]
+
+
 def parse_lines(spark, source: SourceConfig, tmp_path: Path, lines: list[str], name: str = "m.json") -> list[dict]:
     path = tmp_path / name
     path.write_text("\n".join(lines) + "\n")

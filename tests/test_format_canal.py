@@ -10,8 +10,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
-import pytest
-from format_support import FIXTURES, parse_lines, run, silver_rows, silver_schema, source_for, write_export
+from format_support import FIXTURES, lines_of, run, silver_rows, silver_schema, source_for, write_export
 
 from lakeloader.config import SourceConfig
 
@@ -22,15 +21,6 @@ H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 
 def source(**settings) -> SourceConfig:
     return source_for("canal_json", **settings)
-
-
-def lines_of(path: Path) -> list[str]:
-    return [line for line in path.read_text().splitlines() if line.strip()]
-
-
-@pytest.fixture
-def parse_messages(spark, tmp_path):
-    return lambda source_, lines: parse_lines(spark, source_, tmp_path, lines)
 
 
 def canal(
