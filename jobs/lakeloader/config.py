@@ -27,6 +27,8 @@ SUPPORTED_FORMATS = (
     "oms_default_extend_column_type",
     "canal_json",
     "shareplex_json",
+    "debezium_json",
+    "debezium_flatten",
     "auto",  # recognised per message (lakeloader.formats.auto); a configured format always wins
 )
 FORMATS_NAMING_NO_DB = ("datahub_tuple",)  # messages name the table only: `db` is required

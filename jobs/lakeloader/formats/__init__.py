@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from lakeloader.formats import canal, datahub_tuple, dataworks, dataworks_v2, oms_default, oms_extend, shareplex
+from lakeloader.formats import (
+    canal,
+    datahub_tuple,
+    dataworks,
+    dataworks_v2,
+    debezium,
+    debezium_flatten,
+    oms_default,
+    oms_extend,
+    shareplex,
+)
 from lakeloader.formats.auto import Parser, auto_parser
 
 PARSERS: dict[str, Parser] = {
@@ -13,5 +23,7 @@ PARSERS: dict[str, Parser] = {
     "oms_default_extend_column_type": oms_extend.parse,
     "canal_json": canal.parse,
     "shareplex_json": shareplex.parse,
+    "debezium_json": debezium.parse,
+    "debezium_flatten": debezium_flatten.parse,
 }
 PARSERS["auto"] = auto_parser(dict(PARSERS))

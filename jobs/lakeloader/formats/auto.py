@@ -39,6 +39,8 @@ def _rules(text: Column, origin_file: Column) -> list[tuple[str, Column]]:
         ("datahub_tuple", has(keys, "_sequence_id_", "_operation_type_")),
         ("canal_json", has(keys, "isDdl", "type")),
         ("shareplex_json", has(keys, "meta")),
+        ("debezium_json", has(keys, "payload") & has(payload_keys, "op", "source")),
+        ("debezium_flatten", has(keys, "op", "source")),
     ]
 
 

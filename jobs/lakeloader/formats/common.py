@@ -129,6 +129,11 @@ def checked_cast(spark_type: str) -> Converter:
     return lambda v, _type: F.when(v.try_cast(spark_type).isNotNull(), v)
 
 
+def base64_text(binary: Column) -> Column:
+    """Canonical text of bytes: Base64 on one line (Spark's base64 breaks lines every 76 characters)."""
+    return F.regexp_replace(F.base64(binary), r"[\r\n]", "")
+
+
 def checked_base64(v: Column, _type: Column = None) -> Column:
     return F.when(F.try_to_binary(v, F.lit("base64")).isNotNull(), v)
 
@@ -304,6 +309,10 @@ def repeated_names(typed: Column) -> Column:
     return F.when(_has_repeats(names), repeated)
 
 
+def _has_nameless(names: Column) -> Column:
+    return F.exists(names, lambda n: n.isNull())
+
+
 def _has_repeats(names: Column) -> Column:
     return F.size(F.array_distinct(names)) < F.size(names)
 
@@ -328,7 +337,8 @@ def with_declaration_lookup(frame: DataFrame) -> DataFrame:
     be inlined there by the optimizer and rebuilt for every value."""
     names = F.col("typed")["name"]
     entries = F.transform("typed", lambda c: F.struct(c["name"], F.struct(c["conv"], c["type"])))
-    return frame.withColumn(LOOKUP, F.when(~_has_repeats(names), F.map_from_entries(entries)))
+    usable = ~_has_repeats(names) & ~F.coalesce(_has_nameless(names), F.lit(False))
+    return frame.withColumn(LOOKUP, F.when(usable, F.map_from_entries(entries)))
 
 
 def canonical_image(raw: Column, converters: Mapping[str, Converter]) -> Column:
@@ -450,6 +460,7 @@ def finish(
         (F.col("kind").isNull(), F.concat(F.lit(f"unknown {wire.op_label} '"), "raw_op", F.lit("'"))),
         *after_op,
         (repeated.isNotNull(), listing("column(s) declared more than once: ", repeated)),
+        (F.coalesce(_has_nameless(F.col("typed")["name"]), F.lit(False)), "a column is declared without a name"),
         (is_data & F.col("table").isNull(), f"missing {wire.table}"),
         (is_data & F.col("db").isNull(), f"missing {wire.db}"),
         (is_data & F.col("seq").isNull(), wire.seq_problem),

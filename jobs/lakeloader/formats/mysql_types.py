@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from lakeloader.formats import ob_types
 from lakeloader.formats.common import (
     Converter,
+    base64_text,
     checked_base64,
     checked_cast,
     checked_date,
@@ -107,7 +108,7 @@ def _resolve_parsed(d: Column, binary_encoding: str) -> Column:
 
 def _latin1_binary(v: Column, _type: Column = None) -> Column:
     """Bytes written as one ISO-8859-1 character each (open-source Canal) -> canonical Base64."""
-    return F.when(v.rlike(r"^[\x{0}-\x{FF}]*$"), F.base64(F.encode(v, "ISO-8859-1")))
+    return F.when(v.rlike(r"^[\x{0}-\x{FF}]*$"), base64_text(F.encode(v, "ISO-8859-1")))
 
 
 def converters(binary_encoding: str) -> dict[str, Converter]:
