@@ -382,8 +382,8 @@ def test_column_types_must_be_spark_types_of_formats_without_types(tmp_path: Pat
 
     assert "sources[0] (hub).column_types: table 'orders' must be written as 'db.table'" in message
     assert (
-        "sources[1] (shop): 'column_types' is only used by format(s) datahub_tuple, oms_default (the messages of"
-        " dataworks_json declare their column types); remove it" in message
+        "sources[1] (shop): 'column_types' is only used by format(s) datahub_tuple, oms_default, shareplex_json (the"
+        " messages of dataworks_json declare their column types); remove it" in message
     )
     only_types = config_error(
         write(
