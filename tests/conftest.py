@@ -237,7 +237,8 @@ def smtp_receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Receiver
 
 @pytest.fixture
 def parse_messages(spark, tmp_path):
-    """parse_messages(source, lines): the classified rows of those messages (format tests)."""
+    """parse_messages(source, lines[, name]): the classified rows of those messages, written to a file called
+    `name` under a landed hour's directory (format tests)."""
     from format_support import parse_lines
 
-    return lambda source, lines: parse_lines(spark, source, tmp_path, lines)
+    return lambda source, lines, name="m.json": parse_lines(spark, source, tmp_path, lines, f"hour=05/{name}")

@@ -39,6 +39,7 @@ def lines_of(path: Path) -> list[str]:
 
 def parse_lines(spark, source: SourceConfig, tmp_path: Path, lines: list[str], name: str = "m.json") -> list[dict]:
     path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return parse_files(spark, source, path)
 

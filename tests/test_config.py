@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from lakeloader.config import CONFIG_ENV_VAR, SUPPORTED_FORMATS, ConfigError, SourceConfig, load_config
+from lakeloader.config import (
+    CONFIG_ENV_VAR,
+    FORMATS_WITHOUT_TYPES,
+    SUPPORTED_FORMATS,
+    ConfigError,
+    SourceConfig,
+    load_config,
+)
 
 
 def write(tmp_path: Path, text: str, name: str = "sources.yaml") -> Path:
@@ -382,7 +389,7 @@ def test_column_types_must_be_spark_types_of_formats_without_types(tmp_path: Pat
 
     assert "sources[0] (hub).column_types: table 'orders' must be written as 'db.table'" in message
     assert (
-        "sources[1] (shop): 'column_types' is only used by format(s) datahub_tuple, oms_default, shareplex_json (the"
+        f"sources[1] (shop): 'column_types' is only used by format(s) {', '.join(FORMATS_WITHOUT_TYPES)} (the"
         " messages of dataworks_json declare their column types); remove it" in message
     )
     only_types = config_error(
@@ -404,3 +411,26 @@ def test_column_types_must_be_spark_types_of_formats_without_types(tmp_path: Pat
         " float, double, boolean, string, binary, date, timestamp, decimal(p,s) (with 1 <= p <= 38, 0 <= s <= p)"
         in only_types
     )
+
+
+def test_debezium_smt_needs_topic_tables_and_other_formats_reject_them(tmp_path: Path) -> None:
+    message = config_error(
+        write(
+            tmp_path,
+            """\
+            sources:
+              - {name: a, format: debezium_smt, export_uri: /a, lake_root: /l}
+              - {name: b, format: debezium_smt, export_uri: /b, lake_root: /l, topic_tables: {t: orders}}
+              - {name: c, format: debezium_smt, export_uri: /c, lake_root: /l, topic_tables: {a/b: shop.orders}}
+              - {name: d, format: canal_json, export_uri: /d, lake_root: /l, topic_tables: {t: shop.orders}}
+            """,
+        )
+    )
+
+    assert message.splitlines()[1:] == [
+        "  sources[0] (a): format debezium_smt needs 'topic_tables' (topic directory -> 'db.table'): its messages"
+        " name no table",
+        "  sources[1] (b).topic_tables: table 'orders' must be written as 'db.table'",
+        "  sources[2] (c).topic_tables: topic 'a/b' must be a directory name (non-empty, no '/')",
+        "  sources[3] (d): 'topic_tables' is only used by format debezium_smt; remove it",
+    ]

@@ -29,11 +29,12 @@ SUPPORTED_FORMATS = (
     "shareplex_json",
     "debezium_json",
     "debezium_flatten",
+    "debezium_smt",
     "auto",  # recognised per message (lakeloader.formats.auto); a configured format always wins
 )
 FORMATS_NAMING_NO_DB = ("datahub_tuple",)  # messages name the table only: `db` is required
 # messages carry no column types: `column_types`
-FORMATS_WITHOUT_TYPES = ("datahub_tuple", "oms_default", "shareplex_json")
+FORMATS_WITHOUT_TYPES = ("datahub_tuple", "oms_default", "shareplex_json", "debezium_smt")
 SPARK_TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double", "boolean", "string", "binary", "date")
 SPARK_TYPES_TEXT = ", ".join(SPARK_TYPES) + ", timestamp, decimal(p,s)"
 SOURCE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
@@ -157,6 +158,11 @@ class SourceConfig(_Strict):
         description="how canal_json writes binary values: latin1 (open-source Canal: one ISO-8859-1 character per "
         "byte) or base64 (OMS)",
     )
+    topic_tables: dict[str, str] = Field(
+        default_factory=dict,
+        description="debezium_smt (required there): topic -> 'db.table'; a file's topic is the first directory of "
+        "its path in the export (orders-topic/0/0001.json -> orders-topic)",
+    )
     alerts: tuple[AlertChannel, ...] = Field(default=(), description="where alerts go: webhook, slack and/or email")
     snapshot: SnapshotExport | None = Field(default=None, description="full export of current rows to reconcile")
 
@@ -192,13 +198,31 @@ class SourceConfig(_Strict):
             name: {column: _spark_type(t, name, column) for column, t in types.items()} for name, types in value.items()
         }
 
+    @field_validator("topic_tables")
+    @classmethod
+    def _topic_directories(cls, value: dict[str, str]) -> dict[str, str]:
+        for topic, name in value.items():
+            if not topic or "/" in topic:
+                raise ValueError(f"topic {topic!r} must be a directory name (non-empty, no '/')")
+            _require_qualified(name)
+        return value
+
     @model_validator(mode="after")
     def _format_specific_keys(self) -> SourceConfig:
         if self.format == "auto":
             return self  # any format may occur: every format's settings apply to its messages
-        for key, fmt in {"canal_dts_legacy_images": "canal_json", "canal_binary_encoding": "canal_json"}.items():
+        only_for = {
+            "canal_dts_legacy_images": "canal_json",
+            "canal_binary_encoding": "canal_json",
+            "topic_tables": "debezium_smt",
+        }
+        for key, fmt in only_for.items():
             if key in self.model_fields_set and self.format != fmt:
                 raise ValueError(f"'{key}' is only used by format {fmt}; remove it")
+        if self.format == "debezium_smt" and not self.topic_tables:
+            raise ValueError(
+                "format debezium_smt needs 'topic_tables' (topic directory -> 'db.table'): its messages name no table"
+            )
         if self.format in FORMATS_NAMING_NO_DB and self.db is None:
             raise ValueError(f"format {self.format} needs 'db': its messages name the table but not the database")
         if self.format not in FORMATS_NAMING_NO_DB and self.db is not None:

@@ -9,6 +9,7 @@ from lakeloader.formats import (
     dataworks_v2,
     debezium,
     debezium_flatten,
+    debezium_smt,
     oms_default,
     oms_extend,
     shareplex,
@@ -25,5 +26,6 @@ PARSERS: dict[str, Parser] = {
     "shareplex_json": shareplex.parse,
     "debezium_json": debezium.parse,
     "debezium_flatten": debezium_flatten.parse,
+    "debezium_smt": debezium_smt.parse,
 }
 PARSERS["auto"] = auto_parser(dict(PARSERS))

@@ -41,6 +41,7 @@ def _rules(text: Column, origin_file: Column) -> list[tuple[str, Column]]:
         ("shareplex_json", has(keys, "meta")),
         ("debezium_json", has(keys, "payload") & has(payload_keys, "op", "source")),
         ("debezium_flatten", has(keys, "op", "source")),
+        ("debezium_smt", has(keys, "__deleted")),  # without `__deleted` a row of fields is no recognisable shape
     ]
 
 
