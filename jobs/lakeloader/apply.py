@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from functools import partial
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -28,22 +30,41 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakeloader import canonical as C
-from lakeloader import zones
+from lakeloader import multiset, zones
 from lakeloader.config import SourceConfig
 from lakeloader.ddl import changes as D
 from lakeloader.ddl import statements as S
 from lakeloader.ddl.events import DdlEvent, ddl_events, record_history
-from lakeloader.ddl.moves import TableId, TableMove, read_moves, resolve, with_moves
+from lakeloader.ddl.moves import (
+    TableId,
+    TableMove,
+    per_table,
+    read_moves,
+    resolve,
+    table_id,
+    table_id_literal,
+    with_moves,
+)
 from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
 from lakeloader.engine.deltars import DeltaRsEngine
+from lakeloader.multiset import multiset_actions
 from lakeloader.ordering import TableShape, key_actions, table_shapes
-from lakeloader.silver import SilverTable, apply_change_set, recorded_key
+from lakeloader.silver import SilverTable, apply_change_set, recorded_key, truncation_mark
 from lakeloader.storage import Store, delta_storage_options, open_store, spark_path
 
 
 def read_bronze(spark: SparkSession, lake: Store, source: str, hour: datetime) -> DataFrame:
     return spark.read.schema(C.CHANGE_SCHEMA).parquet(spark_path(lake.child(zones.bronze_changes_dir(source, hour))))
+
+
+def read_change_log(spark: SparkSession, lake: Store, source: str) -> DataFrame:
+    """Every bronze hour of the source (empty when there is none yet)."""
+    root = zones.bronze_changes_root(source)
+    if next(iter(lake.list(root + "/")), None) is None:
+        return spark.createDataFrame([], C.CHANGE_SCHEMA)
+    # partition discovery adds dt/hour: keep the canonical columns only
+    return spark.read.schema(C.CHANGE_SCHEMA).parquet(spark_path(lake.child(root))).select(*C.CHANGE_SCHEMA.names)
 
 
 def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime) -> DataFrame:
@@ -84,17 +105,25 @@ def run_apply(
     engine = engine or DeltaRsEngine(delta_storage_options(source.lake_root, source.s3_endpoint_url))
     hour_text = zones.format_hour(hour)
     bronze = read_bronze(spark, lake, source.name, hour)
-    applied = apply_changes(source, bronze, lake, engine, hour_text, {"lakeloader.hour": hour_text})
+    log = partial(read_change_log, spark, lake, source.name)  # read only when the hour touches a keyless table
+    applied = apply_changes(source, bronze, log, lake, engine, hour_text, {"lakeloader.hour": hour_text})
     report = {"source": source.name, "hour": hour_text, **applied}
     lake.write_bytes(zones.run_report_key(source.name, hour, "apply"), json.dumps(report, indent=1).encode())
     return report
 
 
 def apply_changes(
-    source: SourceConfig, bronze: DataFrame, lake: Store, engine: TableEngine, batch: str, commit_info: dict[str, str]
+    source: SourceConfig,
+    bronze: DataFrame,
+    log: Callable[[], DataFrame],
+    lake: Store,
+    engine: TableEngine,
+    batch: str,
+    commit_info: dict[str, str],
 ) -> dict:
     """Merge a batch of bronze changes and DDL (one hour, or the whole log) into the silver tables under `lake`.
 
+    `log` gives the whole change log (read when the batch touches a keyless table, `lakeloader.multiset`);
     `batch` names the batch in the schema history; returns per-table counts and DDL outcomes."""
     loaded_at = datetime.now(UTC).replace(microsecond=0)
     commit_info = {"lakeloader.source": source.name, "lakeloader.step": "apply", **commit_info}
@@ -107,8 +136,20 @@ def apply_changes(
     data = with_segments(with_identities(with_moves(data, moves), identities), events_by_table)
     configured = {name: list(key) for name, key in source.primary_keys.items()}
     shapes = [_keyed(engine, lake, source.name, shape, configured) for shape in table_shapes(data, configured)]
+    keyed, keyless = [s for s in shapes if s.key], _multiset_shapes([s for s in shapes if not s.key])
+    shapes = keyed + keyless
     changes_per_table = {(r["db"], r["table"]): r["count"] for r in data.groupBy("db", "table").count().collect()}
-    actions = key_actions(data, shapes).persist(StorageLevel.MEMORY_AND_DISK) if shapes else None
+    actions = None
+    if keyed:
+        actions = key_actions(data.where(~_among(keyless)), keyed)
+    if keyless:
+        history = with_identities(with_moves(log().where(F.col("kind") == C.DATA), moves), identities)
+        since, truncated = _truncations(engine, lake, source.name, keyless, events_by_table)
+        segments = {(s.db, s.table): s.segment for s in keyless}
+        counted = multiset_actions(data.where(_among(keyless)), history, segments, since, truncated)
+        actions = counted if actions is None else actions.unionByName(counted)
+    if actions is not None:
+        actions = actions.persist(StorageLevel.MEMORY_AND_DISK)
     writer = _Batch(engine, lake, source, commit_info, loaded_at, actions)
     tables: dict[str, dict] = {}
     try:
@@ -244,21 +285,11 @@ def _reason(event: DdlEvent) -> str:
     return event.statement.reason if isinstance(event.statement, S.Unsupported) else "database-level statement"
 
 
-def _table_id(db: Column, table: Column) -> Column:
-    return F.struct(db.alias("db"), table.alias("table"))
-
-
-def _table_id_literal(db: str, table: str) -> Column:
-    return _table_id(F.lit(db), F.lit(table))
-
-
 def with_identities(data: DataFrame, identities: dict[TableId, TableId]) -> DataFrame:
     """Changes to a table renamed in this batch, under the name it had before (they continue its table)."""
     if not identities:
         return data
-    lookup = F.create_map(*[_table_id_literal(*name) for pair in identities.items() for name in pair])[
-        _table_id(F.col("db"), F.col("table"))
-    ]
+    lookup = per_table({new: table_id_literal(old) for new, old in identities.items()})
     return data.withColumn("db", F.coalesce(lookup["db"], "db")).withColumn(
         "table", F.coalesce(lookup["table"], "table")
     )
@@ -285,13 +316,7 @@ def with_segments(data: DataFrame, events_by_table: dict[TableId, list[DdlEvent]
             F.lit(event.origin_index).cast("int"),
         )
 
-    boundaries = F.create_map(
-        *[
-            item
-            for name, events in events_by_table.items()
-            for item in (_table_id_literal(*name), F.array(*map(literal, events)))
-        ]
-    )[_table_id(F.col("db"), F.col("table"))]
+    boundaries = per_table({name: F.array(*map(literal, events)) for name, events in events_by_table.items()})
     before = F.size(F.filter(boundaries, lambda b: b < position))
     return data.withColumn("segment", F.when(boundaries.isNull(), F.lit(0)).otherwise(before))
 
@@ -300,8 +325,60 @@ def silver_uri(lake: Store, source: str, shape: TableShape) -> str:
     return lake.child(zones.silver_table_dir(source, shape.db, shape.table))
 
 
+def _among(shapes: list[TableShape]) -> Column:
+    """Whether a change belongs to one of the shapes' tables."""
+    return table_id(F.col("db"), F.col("table")).isin(*[table_id_literal((s.db, s.table)) for s in shapes])
+
+
+def _multiset_shapes(shapes: list[TableShape]) -> list[TableShape]:
+    """Keyless tables as multisets (`lakeloader.multiset`), keyed by content and occurrence: one shape per
+    table with the columns of all its segments, in its first segment. A multiset's actions are its contents'
+    counts after the whole batch, written before the batch's DDL so that the table exists when a TRUNCATE
+    comes (and records its mark); they survive it, being newer (their rows' ordering key is their content's
+    last change since the truncation)."""
+    tables: dict[TableId, list[TableShape]] = {}
+    for shape in sorted(shapes, key=lambda s: s.segment):
+        tables.setdefault((shape.db, shape.table), []).append(shape)
+    merged = []
+    for segments in tables.values():
+        columns = dict(column for s in segments for column in s.columns)  # the latest type ...
+        order = list(dict.fromkeys(name for s in segments for name, _ in s.columns))  # ... first position
+        columns_in_order = [(name, columns[name]) for name in order if name not in multiset.KEY]
+        merged.append(replace(segments[0], columns=columns_in_order + multiset.COLUMNS, key=multiset.KEY))
+    return merged
+
+
+def _truncations(
+    engine: TableEngine,
+    lake: Store,
+    source: str,
+    shapes: list[TableShape],
+    events_by_table: dict[TableId, list[DdlEvent]],
+) -> tuple[dict[TableId, tuple[Decimal, Decimal]], set[TableId]]:
+    """Per keyless table: the position of its last TRUNCATE (performed before, or in this batch), and
+    which tables this batch truncates."""
+    since: dict[TableId, tuple[Decimal, Decimal]] = {}
+    truncated: set[TableId] = set()
+    for shape in shapes:
+        name = (shape.db, shape.table)
+        uri = silver_uri(lake, source, shape)
+        marks = [truncation_mark(engine, uri)] if engine.exists(uri) else []
+        for event in events_by_table.get(name, []):
+            if isinstance(event.statement, S.Statement) and any(
+                isinstance(op, S.TruncateTable) for op in event.statement.operations
+            ):
+                marks.append((event.seq, event.seq2))
+                truncated.add(name)
+        marks = [m for m in marks if m is not None]
+        if marks:
+            since[name] = max(marks)
+    return since, truncated
+
+
 def _keyed(engine: TableEngine, lake: Store, source: str, shape: TableShape, configured: dict) -> TableShape:
-    """An existing silver table keeps the key it was created with, unless the configuration sets one."""
+    """An existing silver table keeps the key it was created with, unless the configuration sets one (a
+    multiset's key is no key: empty, as for a table first seen without one)."""
     if shape.name in configured:
         return shape
-    return replace(shape, key=recorded_key(engine, silver_uri(lake, source, shape)) or shape.key)
+    recorded = recorded_key(engine, silver_uri(lake, source, shape))
+    return replace(shape, key=[] if recorded == multiset.KEY else recorded or shape.key)

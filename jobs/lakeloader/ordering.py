@@ -44,7 +44,7 @@ def table_shapes(data: DataFrame, key_overrides: dict[str, list[str]]) -> list[T
     the batch (`data` has a `segment` column; see lakeloader.apply).
 
     Key precedence: `key_overrides` (configured or recorded keys), then the table's latest declared
-    primary key, then all columns (a table with no key at all).
+    primary key; none at all is an empty key (a multiset table, `lakeloader.multiset`).
     """
     order = F.struct("seq", "seq2")
     group = ["db", "table", "segment"]
@@ -66,7 +66,7 @@ def table_shapes(data: DataFrame, key_overrides: dict[str, list[str]]) -> list[T
     shapes = []
     for (db, table, segment), rows in sorted(by_segment.items()):
         ordered = [(r["name"], r["type"]) for r in sorted(rows, key=lambda r: (r["pos"], r["name"]))]
-        key = key_overrides.get(f"{db}.{table}") or keys.get((db, table)) or [name for name, _ in ordered]
+        key = key_overrides.get(f"{db}.{table}") or keys.get((db, table)) or []
         shapes.append(TableShape(db, table, ordered, list(key), segment))
     return shapes
 

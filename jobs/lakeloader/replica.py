@@ -14,12 +14,11 @@ from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
-from lakeloader import canonical as C
 from lakeloader import zones
-from lakeloader.apply import apply_changes
+from lakeloader.apply import apply_changes, read_change_log
 from lakeloader.config import SourceConfig
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.storage import Store, delta_storage_options, open_store, spark_path
+from lakeloader.storage import Store, delta_storage_options, open_store
 
 
 @contextmanager
@@ -29,13 +28,10 @@ def replica(spark: SparkSession, source: SourceConfig, lake: Store, purpose: str
     lake.delete_tree(root)  # a crashed earlier run with the same label may have left a partial replica
     scratch = open_store(lake.child(root), source.s3_endpoint_url)
     try:
-        log_root = zones.bronze_changes_root(source.name)
-        if next(iter(lake.list(log_root + "/")), None) is not None:
-            # partition discovery adds dt/hour: keep the canonical columns only
-            log = spark.read.schema(C.CHANGE_SCHEMA).parquet(spark_path(lake.child(log_root)))
-            engine = DeltaRsEngine(delta_storage_options(source.lake_root, source.s3_endpoint_url))
-            commit_info = {"lakeloader.step": f"{purpose} replica", "lakeloader.label": label}
-            apply_changes(source, log.select(*C.CHANGE_SCHEMA.names), scratch, engine, "all", commit_info)
+        log = read_change_log(spark, lake, source.name)
+        engine = DeltaRsEngine(delta_storage_options(source.lake_root, source.s3_endpoint_url))
+        commit_info = {"lakeloader.step": f"{purpose} replica", "lakeloader.label": label}
+        apply_changes(source, log, lambda: log, scratch, engine, "all", commit_info)
         yield scratch
     finally:
         lake.delete_tree(root)

@@ -21,6 +21,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakeloader import multiset
 from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
 from lakeloader.engine.deltars import literal, quote
@@ -69,7 +70,9 @@ def apply_change_set(
 
     New columns in the change set are added to the table when `add_columns`, else left out."""
     change_set = _ensure_table(engine, table, change_set, add_columns)
-    mark = _truncation_mark(engine, table.uri)
+    if table.key == multiset.KEY:
+        return _apply_counts(engine, table, change_set)
+    mark = truncation_mark(engine, table.uri)
     before = change_set.num_rows
     if mark is not None:
         change_set = change_set.filter(_not_older_than(change_set, mark))
@@ -85,9 +88,33 @@ def apply_change_set(
     return ApplyResult(result.inserted, result.updated, result.deleted, stale, older_than_truncation, result.version)
 
 
+def _apply_counts(engine: TableEngine, table: SilverTable, change_set: pa.Table) -> ApplyResult:
+    """A multiset's change set (`lakeloader.multiset`): copies 1..n of each content it touches, and a delete
+    of copy 0 for a content whose count is 0. The copies the table holds above n are deleted as well. The
+    merge is unconditional and leaves no tombstones: the counts come from the whole log."""
+    change_set = change_set.drop_columns([c for c in (E.PARTIAL, E.PRESENT) if c in change_set.column_names])
+    row, occurrence = multiset.ROW_ID, multiset.OCCURRENCE
+    upserts = change_set.filter(pc.equal(change_set[E.ACTION], E.UPSERT))
+    wanted = upserts.group_by(row).aggregate([(occurrence, "max")])
+    held = engine.read(table.uri).select([row, occurrence])
+    held = held.filter(pc.is_in(held[row], value_set=pc.unique(change_set[row])))
+    held = held.join(wanted, keys=row, join_type="left outer")
+    surplus = held.filter(pc.greater(held[occurrence], pc.coalesce(held[f"{occurrence}_max"], 0)))
+    # one row of the change set per content, as the template of its surplus copies' deletes
+    positions = pa.table({row: change_set[row], "_position": pa.array(range(change_set.num_rows), pa.int64())})
+    firsts = positions.group_by(row).aggregate([("_position", "min")])["_position_min"]
+    template = change_set.take(firsts).drop_columns([occurrence, E.ACTION])
+    deletes = surplus.select([row, occurrence]).join(template, keys=row, join_type="inner")
+    deletes = deletes.append_column(E.ACTION, pa.array([E.DELETE] * deletes.num_rows, pa.string()))
+    kept = change_set.filter(pc.greater(change_set[occurrence], 0))
+    change_set = pa.concat_tables([kept, deletes.select(kept.column_names).cast(kept.schema)])
+    result = engine.merge(table.uri, change_set, table.key, (), table.commit_info)
+    return ApplyResult(result.inserted, result.updated, result.deleted, 0, 0, result.version)
+
+
 def truncate(engine: TableEngine, table: SilverTable, mark: tuple[Decimal, Decimal]) -> int:
     """Delete every row older than `mark` and remember it, unless a newer truncation already happened."""
-    recorded = _truncation_mark(engine, table.uri)
+    recorded = truncation_mark(engine, table.uri)
     if recorded is not None and recorded >= mark:
         return 0
     deleted = engine.delete_where(table.uri, _older_than(mark), table.commit_info)
@@ -110,7 +137,7 @@ def _ensure_table(engine: TableEngine, table: SilverTable, change_set: pa.Table,
     return change_set
 
 
-def _truncation_mark(engine: TableEngine, uri: str) -> tuple[Decimal, Decimal] | None:
+def truncation_mark(engine: TableEngine, uri: str) -> tuple[Decimal, Decimal] | None:
     recorded = engine.properties(uri).get(TRUNCATED_PROPERTY)
     if not recorded:
         return None

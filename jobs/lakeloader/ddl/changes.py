@@ -15,7 +15,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeloader import zones
+from lakeloader import multiset, zones
 from lakeloader.ddl import statements as S
 from lakeloader.ddl.moves import TableMove, record_move
 from lakeloader.ddl.types import arrow_type, is_widening, spark_type_of_arrow
@@ -95,7 +95,9 @@ def _perform(
         if exists:
             return Outcome(NO_OP, "table exists")
         fields = [pa.field(c.name, arrow_type(c.spark_type)) for c in op.columns]
-        key = list(op.primary_key) or [c.name for c in op.columns]
+        key = list(op.primary_key) or multiset.KEY  # no primary key: a multiset of rows
+        if not op.primary_key:
+            fields += [pa.field(name, arrow_type(spark_type)) for name, spark_type in multiset.COLUMNS]
         engine.create(uri, pa.schema([*fields, *E.METADATA_FIELDS]), {KEY_PROPERTY: json.dumps(key)}, info)
         return Outcome(APPLIED, f"created with {len(fields)} columns, key {key}")
     if isinstance(op, S.TruncateTable):

@@ -37,7 +37,10 @@ def literal(text: str) -> str:
 
 
 def newer(order_columns: tuple[str, ...], source: str = "s", target: str = "t") -> str:
-    """SQL for 'the source row's ordering key is greater than the target row's' (lexicographic)."""
+    """SQL for 'the source row's ordering key is greater than the target row's' (lexicographic); with no
+    ordering columns every source row counts as newer."""
+    if not order_columns:
+        return "TRUE"
     terms = []
     for i, column in enumerate(order_columns):
         equal_before = [f"{source}.{quote(c)} = {target}.{quote(c)}" for c in order_columns[:i]]

@@ -19,9 +19,9 @@ UTC), Time / MicroTime / NanoTime -> string 'HH:mm:ss.ffffff', Year -> int, Bits
 OMS's envelope names no logical types, so there a DATE is an int (days), TIME and DATETIME bigint, TIMESTAMP
 and BIGINT/DECIMAL strings: that is what the message declares. Without the envelope nothing declares a type
 and every column is a string holding the value as written. Messages carry no primary key: configure
-`primary_keys` (a message lacking a configured key column is quarantined), else a table is keyed by all its
-columns. Limit: a Decimal sent as a JSON string that reads as a plain number is taken as that number, not as
-Base64.
+`primary_keys` (a message lacking a configured key column is quarantined), else a table is a multiset of its
+rows (lakeloader.multiset). Limit: a Decimal sent as a JSON string that reads as a plain number is taken as
+that number, not as Base64.
 
 Ordering key: `source.ts_ms` (when the source changed the row; OMS full-load rows carry 0 and sort first,
 falling back to the message's `ts_ms` when absent), then `source.pos` when it is a plain number (a binlog

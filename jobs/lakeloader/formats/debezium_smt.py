@@ -11,7 +11,8 @@ declares a type or a key, or orders it:
 - the table comes from the configuration: `topic_tables` maps a topic to 'db.table', and a file's topic is
   the first directory of its path in the export (`orders/part-0001.json` -> topic `orders`);
 - columns are strings unless the source's `column_types` configures them;
-- tables need `primary_keys`: keyed by all their columns, an update would add a row instead of replacing one
+- tables need `primary_keys`: without a key a table is a multiset of rows (lakeloader.multiset), and an
+  upsert adds a row instead of replacing one
   (a message lacking a configured key column is quarantined);
 - the ordering key is the export position: `seq` is the batch hour as yyyyMMddHH, `seq2` 0, and inside an
   hour changes order by export file name, then line. So a later hour always wins over an earlier one, even

@@ -1,0 +1,128 @@
+"""Tables without any key (no declared or configured primary key, no row id): multisets of rows.
+
+Two identical inserts give two rows; a delete removes one matching row; an update removes one row with its
+before-image and adds one with its after-image. A row's identity is its content: `_cdc_row` is a hash of
+its non-NULL values, and `_cdc_occurrence` numbers the copies (1..n) of one content. The silver key of
+such a table is (`_cdc_row`, `_cdc_occurrence`).
+
+How many copies of a content exist cannot be derived from one batch, and adding a batch's +1/-1 to the
+table's current count would count a rerun twice. So each batch recomputes, for every content it touches,
+the count from the content's whole history in the change log (every bronze hour): in true order, +1 per
+insert, -1 per delete (never below zero), a message delivered twice counted once (same sequence, same op,
+same content, same place in its message). That count depends only on the log, so reruns and hours in any
+order give the same table. Changes older than the table's last TRUNCATE do not count; a batch that
+truncates a table recomputes every content changed since.
+
+The silver write then upserts copies 1..n and deletes the copies above n that the table holds
+(`lakeloader.silver`), unconditionally: the count is authoritative, so no ordering key or tombstone
+is compared. Cost: a batch touching a keyless table reads that table's history from the whole log.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from lakeloader import canonical as C
+from lakeloader.ddl.moves import per_table, table_id, table_id_literal
+from lakeloader.engine import base as E
+
+ROW_ID, OCCURRENCE = "_cdc_row", "_cdc_occurrence"
+KEY = [ROW_ID, OCCURRENCE]
+COLUMNS = [(ROW_ID, "string"), (OCCURRENCE, "int")]
+ORDER = ("seq", "seq2", "rank", "origin_file", "origin_line", "origin_index")
+IDENTITY = ("db", "table", "seq", "seq2", "origin_index", "op", "rank", "row")
+
+Position = tuple[Decimal, Decimal]
+
+
+def row_id(image: Column) -> Column:
+    """The identity of a row's content: a hash of its non-NULL values, whatever their order in the image."""
+    entries = F.array_sort(F.map_entries(F.map_filter(image, lambda _, v: v.isNotNull())))
+    return F.sha2(F.to_json(entries), 256)
+
+
+def steps(changes: DataFrame) -> DataFrame:
+    """Each data change as +1/-1 steps of row contents: (db, table, row, image, delta, ordering, origin)."""
+    minus = F.struct(F.col("before").alias("image"), F.lit(-1).alias("delta"), F.lit(0).alias("rank"))
+    plus = F.struct(F.col("after").alias("image"), F.lit(1).alias("delta"), F.lit(1).alias("rank"))
+    op = F.col("op")
+    expanded = (
+        F.when(op.isin(C.INSERT, C.UPDATE_AFTER), F.array(plus))
+        .when(op == C.UPDATE, F.array(minus, plus))
+        .when(op.isin(C.DELETE, C.UPDATE_BEFORE), F.array(minus))
+    )
+    origin = ["seq", "seq2", "event_time", "origin_file", "origin_line", "origin_index"]
+    return (
+        changes.select("db", "table", "op", *origin, F.explode(expanded).alias("s"))
+        .select("db", "table", "op", *origin, "s.image", "s.delta", "s.rank")
+        .withColumn("row", row_id(F.col("image")))
+    )
+
+
+def multiset_actions(
+    batch: DataFrame,
+    log: DataFrame,
+    segments: dict[tuple[str, str], int],
+    since: dict[tuple[str, str], Position],
+    truncated: set[tuple[str, str]],
+) -> DataFrame:
+    """The actions that make the keyless tables' touched contents as many as their history says.
+
+    `batch` and `log` are data changes (the batch's and the whole log's, after renames); `segments` names the
+    keyless tables and the segment their actions go to (a count is the state after the whole batch);
+    `since` the position of each table's last TRUNCATE; `truncated` the tables this batch truncates. Columns
+    as `lakeloader.ordering.key_actions`, the image holding ROW_ID and OCCURRENCE; a content whose count is 0
+    gets one delete of occurrence 0 (no such row exists) so that the writer deletes its copies.
+    """
+    tables = table_id(F.col("db"), F.col("table")).isin(*map(table_id_literal, segments))
+    history = _deduplicated(steps(log.where(tables)))
+    if since:
+        history = history.where(_not_before(since))
+    touched = steps(batch.where(tables)).select("db", "table", "row").distinct().withColumn("touched", F.lit(True))
+    history = history.join(touched, ["db", "table", "row"], "left")
+    in_truncated = table_id(F.col("db"), F.col("table")).isin(*map(table_id_literal, truncated))
+    history = history.where(F.col("touched") | (in_truncated if truncated else F.lit(False)))
+    ordered = F.array_sort(F.collect_list(F.struct(*ORDER, "delta", "op", "event_time")))
+    counted = history.groupBy("db", "table", "row").agg(ordered.alias("steps"), F.first("image").alias("image"))
+    count = F.aggregate("steps", F.lit(0), lambda n, step: F.greatest(F.lit(0), n + step["delta"]))
+    last = F.element_at("steps", -1)
+    occurrences = F.explode(F.when(count > 0, F.sequence(F.lit(1), count)).otherwise(F.array(F.lit(0))))
+    rows = counted.select("db", "table", "row", "image", last.alias("last"), occurrences.alias("occurrence"))
+    return rows.select(
+        "db",
+        "table",
+        per_table({name: F.lit(s) for name, s in segments.items()}).alias("segment"),
+        F.array("row", F.col("occurrence").cast("string")).alias("key"),
+        F.col("last.op").alias("op"),
+        *[F.col(f"last.{name}").alias(name) for name in ("seq", "seq2", "rank", "event_time")],
+        *[F.col(f"last.{name}").alias(name) for name in ("origin_file", "origin_line", "origin_index")],
+        F.when(F.col("occurrence") > 0, F.lit(E.UPSERT)).otherwise(F.lit(E.DELETE)).alias(E.ACTION),
+        F.map_concat(
+            "image", F.create_map(F.lit(ROW_ID), F.col("row"), F.lit(OCCURRENCE), F.col("occurrence").cast("string"))
+        ).alias("image"),
+        F.lit(False).alias("partial"),
+    )
+
+
+def _deduplicated(history: DataFrame) -> DataFrame:
+    """One step per delivered change: a re-delivery (same IDENTITY) counts once; the copy kept is the first
+    in export order, so the row's metadata does not depend on which file Spark reads first."""
+    first = F.min(F.struct("origin_file", "origin_line", "event_time")).alias("first")
+    return (
+        history.groupBy(*IDENTITY)
+        .agg(first, F.first("image").alias("image"), F.first("delta").alias("delta"))
+        .select(*IDENTITY, "image", "delta", "first.*")
+    )
+
+
+def _not_before(since: dict[tuple[str, str], Position]) -> Column:
+    """Steps at or after their table's last TRUNCATE (all steps of tables never truncated)."""
+
+    def position(seq: Column, seq2: Column) -> Column:
+        return F.struct(seq.cast(C.SEQ_TYPE).alias("seq"), seq2.cast(C.SEQ_TYPE).alias("seq2"))
+
+    mark = per_table({name: position(F.lit(s), F.lit(s2)) for name, (s, s2) in since.items()})
+    return mark.isNull() | (position(F.col("seq"), F.col("seq2")) >= mark)

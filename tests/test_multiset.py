@@ -1,0 +1,111 @@
+"""Tables without any key are multisets: identical rows count, a delete removes one copy, and the loaded table
+equals a multiset model whatever the hour order, re-deliveries and reruns."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lakeloader import zones
+from lakeloader.config import SourceConfig
+from lakeloader.engine.deltars import DeltaRsEngine
+from lakeloader.generator import dataworks as dw
+from lakeloader.multiset import KEY
+from lakeloader.runner import run_hours
+from lakeloader.silver import recorded_key
+
+H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
+HOURS = [H5, H5 + timedelta(hours=1), H5 + timedelta(hours=2)]
+AT = datetime(2026, 11, 21, 5, 30, tzinfo=UTC)
+EVENTS = dw.TableSpec("shop", "events", (("kind", "STRING"), ("n", "LONG")), None)
+
+
+def ev(kind: str, n: int) -> dict:
+    return {"kind": kind, "n": n}
+
+
+def load(spark, root: Path, files: dict[datetime, list[str]], order: list[datetime]) -> Counter:
+    """Export the files, run the hours in `order`; the events table as a multiset of (kind, n)."""
+    source = SourceConfig(
+        name="shop", format="dataworks_json", export_uri=str(root / "exports"), lake_root=str(root / "lake")
+    )
+    for hour, lines in files.items():
+        path = root / "exports" / f"part-{hour:%H}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n")
+        os.utime(path, (hour.timestamp() + 60, hour.timestamp() + 60))
+    run_hours(spark, source, order, emit=lambda _: None)
+    uri = str(root / "lake" / zones.silver_table_dir("shop", "shop", "events"))
+    assert recorded_key(DeltaRsEngine(), uri) == KEY
+    return Counter((r["kind"], r["n"]) for r in DeltaRsEngine().read(uri).to_pylist())
+
+
+def test_identical_rows_count_and_a_delete_or_update_takes_one_copy(spark, tmp_path):
+    files = {
+        HOURS[0]: [*dw.insert(EVENTS, 10, AT, ev("click", 1)), *dw.insert(EVENTS, 11, AT, ev("click", 1))],
+        HOURS[1]: [
+            *dw.insert(EVENTS, 12, AT, ev("click", 1)),
+            *dw.delete(EVENTS, 13, AT, ev("click", 1)),
+            *dw.update(EVENTS, 14, AT, ev("click", 1), ev("view", 2), one_message=True),
+        ],
+    }
+
+    in_order = load(spark, tmp_path / "a", files, HOURS[:2])
+    backwards_and_again = load(spark, tmp_path / "b", files, [HOURS[1], HOURS[0], HOURS[1], HOURS[0]])
+
+    assert in_order == backwards_and_again == Counter({("click", 1): 1, ("view", 2): 1})
+
+
+def test_a_truncate_empties_a_multiset_and_older_copies_arriving_late_do_not_count(spark, tmp_path):
+    truncate = dw.message(EVENTS, "TRUNCATE", 40, AT, ddl="TRUNCATE TABLE events")
+    files = {
+        HOURS[0]: [*dw.insert(EVENTS, 10, AT, ev("a", 1)), *dw.insert(EVENTS, 11, AT, ev("a", 1))],
+        HOURS[1]: [*dw.insert(EVENTS, 39, AT, ev("a", 1)), truncate, *dw.insert(EVENTS, 41, AT, ev("a", 1))],
+        HOURS[2]: [*dw.insert(EVENTS, 12, AT, ev("a", 1)), *dw.insert(EVENTS, 42, AT, ev("b", 2))],
+    }
+
+    in_order = load(spark, tmp_path / "a", files, HOURS)
+    shuffled = load(spark, tmp_path / "b", files, [HOURS[0], HOURS[2], HOURS[1]])
+
+    assert in_order == shuffled == Counter({("a", 1): 1, ("b", 2): 1})
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(min_value=0, max_value=2**32 - 1))
+def test_random_streams_over_few_contents_equal_the_multiset_model(spark, tmp_path_factory, seed):
+    """Inserts of few distinct contents (so copies pile up), deletes and updates of existing copies (both
+    update modes), re-deliveries, shuffled over three hours, loaded in a random order and rerun."""
+    rng = random.Random(seed)
+    model: Counter = Counter()
+    messages: list[str] = []
+    for seq in range(100, 170):
+        present = sorted(model.elements())
+        roll = rng.random()
+        if not present or roll < 0.5:
+            row = ev(rng.choice("xy"), rng.randrange(2))
+            model[(row["kind"], row["n"])] += 1
+            messages += dw.insert(EVENTS, seq, AT, row)
+        elif roll < 0.75:
+            kind, n = rng.choice(present)
+            model[(kind, n)] -= 1
+            messages += dw.delete(EVENTS, seq, AT, ev(kind, n))
+        else:
+            kind, n = rng.choice(present)
+            new = ev(rng.choice("xy"), rng.randrange(2))
+            model[(kind, n)] -= 1
+            model[(new["kind"], new["n"])] += 1
+            messages += dw.update(EVENTS, seq, AT, ev(kind, n), new, one_message=rng.random() < 0.5)
+    messages += rng.sample(messages, 10)  # delivered twice
+    rng.shuffle(messages)
+    files = {hour: messages[i::3] for i, hour in enumerate(HOURS)}
+    order = rng.sample(HOURS, 3)
+
+    loaded = load(spark, tmp_path_factory.mktemp("multiset"), files, [*order, *order])
+
+    assert loaded == +model
