@@ -17,20 +17,37 @@ from datetime import UTC, datetime, timedelta
 from lakeloader.generator import dataworks as dw
 
 Row = dict[str, object]
-DB, TABLE = "shop", "items"
-KEY = ("id",)
-COLUMNS = (("id", "LONG"), ("name", "STRING"), ("qty", "LONG"))  # DataWorks names; each format spells its own
-SPEC = dw.TableSpec(DB, TABLE, COLUMNS, KEY)
+DB = "shop"
 BASE = datetime(2026, 11, 21, 5, tzinfo=UTC)
-INSERT, UPDATE, DELETE = "insert", "update", "delete"
+INSERT, UPDATE, DELETE, TRUNCATE = "insert", "update", "delete", "truncate"
+COLUMNS = (("id", "LONG"), ("name", "STRING"), ("qty", "LONG"))  # DataWorks names; each format spells its own
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    key: tuple[str, ...]  # empty: the table has no primary key (a multiset of rows)
+
+    @property
+    def spec(self) -> dw.TableSpec:
+        return dw.TableSpec(DB, self.name, COLUMNS, self.key or None)
+
+    @property
+    def qualified(self) -> str:
+        return f"{DB}.{self.name}"
+
+
+ITEMS = Table("items", ("id",))
+EVENTS = Table("events", ())
 
 
 @dataclass(frozen=True)
 class Change:
-    op: str  # insert / update / delete
+    table: Table
+    op: str  # insert / update / delete / truncate
     seq: int  # position in the source's true order (positive, unique)
-    before: Row | None
-    after: Row | None
+    before: Row | None = None
+    after: Row | None = None
 
     @property
     def at(self) -> datetime:
@@ -40,33 +57,40 @@ class Change:
     def millis(self) -> int:
         return int(self.at.timestamp() * 1000)
 
+    @property
+    def ddl(self) -> str:
+        return f"TRUNCATE TABLE `{self.table.name}`"
+
 
 def _text(row: Row | None) -> dict[str, str] | None:
     return None if row is None else {k: None if v is None else str(v) for k, v in row.items()}
 
 
 def dataworks_json(change: Change, two_message_updates: bool) -> list[str]:
+    spec = change.table.spec
     if change.op == INSERT:
-        return dw.insert(SPEC, change.seq, change.at, change.after)
+        return dw.insert(spec, change.seq, change.at, change.after)
     if change.op == DELETE:
-        return dw.delete(SPEC, change.seq, change.at, change.before)
-    return dw.update(SPEC, change.seq, change.at, change.before, change.after, one_message=not two_message_updates)
+        return dw.delete(spec, change.seq, change.at, change.before)
+    if change.op == TRUNCATE:
+        return [dw.message(spec, "TRUNCATE", change.seq, change.at, ddl=change.ddl)]
+    return dw.update(spec, change.seq, change.at, change.before, change.after, one_message=not two_message_updates)
 
 
 def dataworks_v2(change: Change) -> list[str]:
     message = {
         "version": "2.0",
         "schema": {
-            "source": {"dbType": "mysql", "dbName": DB, "schema": None, "table": TABLE},
+            "source": {"dbType": "mysql", "dbName": DB, "schema": None, "table": change.table.name},
             "column": [{"name": n, "type": t} for n, t in (("id", "BIGINT"), ("name", "VARCHAR"), ("qty", "BIGINT"))],
-            "pk": list(KEY),
+            "pk": list(change.table.key),
         },
         "payload": {
             "op": change.op.upper(),
             "before": {"data": change.before} if change.before is not None else None,
             "after": {"data": change.after} if change.after is not None else None,
             "timestamp": {"eventTime": change.millis},
-            "ddl": None,
+            "ddl": {"text": change.ddl} if change.op == TRUNCATE else None,
             "scn": None,
         },
     }
@@ -78,7 +102,7 @@ def datahub_tuple(change: Change) -> list[str]:
 
     def row(image: Row, op: str, before: str, after: str) -> str:
         meta = {"_sequence_id_": str(change.seq), "_operation_type_": op, "_excute_time_": change.millis}
-        flags = {"_source_table_": TABLE, "_before_image_": before, "_after_image_": after}
+        flags = {"_source_table_": change.table.name, "_before_image_": before, "_after_image_": after}
         return json.dumps({**image, **meta, **flags})
 
     if change.op == INSERT:
@@ -93,8 +117,8 @@ def oms_default(change: Change, light_types: bool = False) -> list[str]:
     DefaultExtendColumnType variant."""
     metadata = {
         "db": DB,
-        "table_name": TABLE,
-        "record_primary_key": "\u0001".join(KEY),
+        "table_name": change.table.name,
+        "record_primary_key": "\u0001".join(change.table.key) or None,
         "timestamp": str(int(change.at.timestamp())),
         "storeDataSequence": change.seq,
     }
@@ -107,9 +131,9 @@ def oms_default(change: Change, light_types: bool = False) -> list[str]:
 
     message = {
         "allMetaData": metadata,
-        "recordType": change.op.upper(),
+        "recordType": "DDL" if change.op == TRUNCATE else change.op.upper(),
         "prevStruct": image(change.before),
-        "postStruct": image(change.after),
+        "postStruct": {"ddl": change.ddl} if change.op == TRUNCATE else image(change.after),
     }
     return [json.dumps(message)]
 
@@ -119,29 +143,34 @@ def canal_json(change: Change) -> list[str]:
     if change.op == UPDATE:
         data = [_text(change.after)]
         old = [{k: v for k, v in _text(change.before).items() if _text(change.after)[k] != v}]
+    elif change.op == TRUNCATE:
+        data, old = None, None
     else:
         data, old = [_text(change.after if change.op == INSERT else change.before)], None
     message = {
         "data": data,
         "old": old,
         "database": DB,
-        "table": TABLE,
+        "table": change.table.name,
         "type": change.op.upper(),
-        "isDdl": False,
+        "isDdl": change.op == TRUNCATE,
         "es": change.millis,
         "ts": change.millis + 300,
         "id": change.seq,
-        "pkNames": list(KEY),
+        "pkNames": list(change.table.key) or None,
         "mysqlType": {"id": "bigint", "name": "varchar(20)", "qty": "bigint"},
-        "sql": "",
+        "sql": change.ddl if change.op == TRUNCATE else "",
     }
     return [json.dumps(message)]
 
 
 def shareplex_json(change: Change) -> list[str]:
     """SharePlex JSON: an update's `data` holds only the changed columns, its `key` the row before."""
-    meta = {"op": {INSERT: "ins", UPDATE: "upd", DELETE: "del"}[change.op], "table": f"{DB}.{TABLE}"}
-    meta |= {"scn": str(change.seq), "seq": 1, "time": change.at.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    meta = {"op": {INSERT: "ins", UPDATE: "upd", DELETE: "del", TRUNCATE: "ddl"}[change.op]}
+    meta |= {"table": change.table.qualified, "scn": str(change.seq), "seq": 1}
+    meta |= {"time": change.at.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if change.op == TRUNCATE:
+        return [json.dumps({"meta": meta, "sql": {"ddl": change.ddl}})]
     if change.op == UPDATE:
         before, after = _text(change.before), _text(change.after)
         return [json.dumps({"meta": meta, "data": {k: v for k, v in after.items() if before[k] != v}, "key": before})]
@@ -150,8 +179,8 @@ def shareplex_json(change: Change) -> list[str]:
 
 
 def _debezium_payload(change: Change) -> dict:
-    origin = {"connector": "mysql", "name": "server1", "ts_ms": change.millis, "db": DB, "table": TABLE}
-    op = {INSERT: "c", UPDATE: "u", DELETE: "d"}[change.op]
+    origin = {"connector": "mysql", "name": "server1", "ts_ms": change.millis, "db": DB, "table": change.table.name}
+    op = {INSERT: "c", UPDATE: "u", DELETE: "d", TRUNCATE: "t"}[change.op]
     return {"op": op, "before": change.before, "after": change.after, "source": origin, "ts_ms": change.millis + 5}
 
 
@@ -174,13 +203,15 @@ def debezium_flatten(change: Change) -> list[str]:
 
 def debezium_smt(change: Change) -> list[str]:
     """The row's new state, or the deleted row; a key-changing update is a delete and a create, as Debezium
-    emits it."""
+    emits it (and so is any update of a table without a key, whose rows are their values)."""
     if change.op == DELETE:
         return [json.dumps({**change.before, "__deleted": "true"})]
-    deleted_old_key = []
-    if change.op == UPDATE and any(change.before[k] != change.after[k] for k in KEY):
-        deleted_old_key = [json.dumps({**change.before, "__deleted": "true"})]
-    return [*deleted_old_key, json.dumps({**change.after, "__deleted": "false"})]
+    deleted_old_row = []
+    if change.op == UPDATE and (
+        not change.table.key or any(change.before[k] != change.after[k] for k in change.table.key)
+    ):
+        deleted_old_row = [json.dumps({**change.before, "__deleted": "true"})]
+    return [*deleted_old_row, json.dumps({**change.after, "__deleted": "false"})]
 
 
 WRITERS: dict[str, Callable[[Change], list[str]]] = {
@@ -196,17 +227,21 @@ WRITERS: dict[str, Callable[[Change], list[str]]] = {
     "debezium_smt": debezium_smt,
 }
 ORDERED_BY_EXPORT_POSITION = ("debezium_smt",)  # no ordering key in the messages: exported in order
-
-SETTINGS: dict[str, dict] = {  # what a source of each format needs configured for this table
-    "datahub_tuple": {"db": DB, "column_types": {f"{DB}.{TABLE}": {"id": "bigint", "qty": "bigint"}}},
-    "oms_default": {"column_types": {f"{DB}.{TABLE}": {"id": "bigint", "qty": "bigint"}}},
-    "shareplex_json": {"column_types": {f"{DB}.{TABLE}": {"id": "bigint", "qty": "bigint"}}},
-    "debezium_smt": {"topic_tables": {"items-topic": f"{DB}.{TABLE}"}},
-}
-UNKEYED = ("datahub_tuple", "shareplex_json", "debezium_json", "debezium_flatten", "debezium_smt")
+WITHOUT_DDL = ("datahub_tuple", "debezium_smt")  # no way to send a TRUNCATE
+MESSAGES_NAME_NO_KEY = ("datahub_tuple", "shareplex_json", "debezium_json", "debezium_flatten", "debezium_smt")
 """Formats whose messages name no primary key: the source configures it."""
+TYPED_BY_CONFIGURATION = ("datahub_tuple", "oms_default", "shareplex_json")
 
 
-def settings(fmt: str) -> dict:
-    keys = {"primary_keys": {f"{DB}.{TABLE}": KEY}} if fmt in UNKEYED else {}
-    return SETTINGS.get(fmt, {}) | keys
+def settings(fmt: str, tables: tuple[Table, ...]) -> dict:
+    """What a source of format `fmt` needs configured for these tables."""
+    result: dict = {}
+    if fmt in MESSAGES_NAME_NO_KEY:
+        result["primary_keys"] = {t.qualified: t.key for t in tables if t.key}
+    if fmt in TYPED_BY_CONFIGURATION:
+        result["column_types"] = {t.qualified: {"id": "bigint", "qty": "bigint"} for t in tables}
+    if fmt == "datahub_tuple":
+        result["db"] = DB
+    if fmt == "debezium_smt":
+        result["topic_tables"] = {f"{t.name}-topic": t.qualified for t in tables}
+    return result
