@@ -160,6 +160,7 @@ def spark():
     from lakeloader.spark import spark_session
 
     os.environ.setdefault("SPARK_CONF_DIR", str(REPO_ROOT / "config" / "spark"))  # as bin/with-airflow sets it
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers (mapInArrow) on this venv, likewise
     session = spark_session("lakeloader-tests", master="local[2]")
     yield session
     session.stop()
