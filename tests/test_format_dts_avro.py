@@ -109,6 +109,7 @@ def test_insert_update_delete_ddl_heartbeat_and_control_records_become_canonical
         record("HEARTBEAT", object_name=None, record_id=15),
         record("COMMIT", object_name=None, record_id=16),
         record("INIT", object_name="tenant.shop.orders", fields=[("id", LONG)], after=[integer("2")], record_id=17),
+        record("DDL", object_name="shop", after="CREATE TABLE users (id int)", record_id=18),  # names the db only
     ]
 
     rows = parse_messages(source(), [line(m) for m in lines], "m.avro.b64")
@@ -121,6 +122,7 @@ def test_insert_update_delete_ddl_heartbeat_and_control_records_become_canonical
         ("heartbeat", "heartbeat", "HEARTBEAT", "HEARTBEAT", None, None),
         ("control", "control", "COMMIT", "COMMIT", None, None),
         ("data", "data", "INSERT", "INIT", "tenant.shop", "orders"),
+        ("ddl", "ddl", "DDL", "DDL", "shop", None),
     ]
     assert [(r["before"], r["after"]) for r in rows] == [
         (None, {"id": "1", "name": "ann", "price": "9.50"}),
@@ -130,16 +132,17 @@ def test_insert_update_delete_ddl_heartbeat_and_control_records_become_canonical
         (None, None),
         (None, None),
         (None, {"id": "2"}),
+        (None, None),
     ]
-    assert [r["ddl"] for r in rows] == [None, None, None, ddl, None, None, None]
-    assert [r["seq"] for r in rows] == [Decimal(n) for n in range(11, 18)]
+    assert [r["ddl"] for r in rows] == [None, None, None, ddl, None, None, None, "CREATE TABLE users (id int)"]
+    assert [r["seq"] for r in rows] == [Decimal(n) for n in range(11, 19)]
     assert {(r["seq2"], r["event_time"], r["primary_key"], r["reject_reason"]) for r in rows} == {
         (0, datetime(2026, 11, 21, 5, 1), None, None)
     }
     columns = [{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"}]
     assert rows[0]["columns"] == [*columns, {"name": "price", "type": "decimal(10,2)"}]
     assert rows[2]["columns"] == [*columns, {"name": "price", "type": "decimal(38,18)"}]  # no value gives p,s
-    assert [rows[i]["columns"] for i in (3, 4, 5)] == [None, None, None]
+    assert [rows[i]["columns"] for i in (3, 4, 5, 7)] == [None, None, None, None]
 
 
 def value_record(pairs: list[tuple[str, int, object]], source_type: str = "MySQL") -> str:

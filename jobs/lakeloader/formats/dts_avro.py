@@ -11,7 +11,8 @@ dts_avro_decode, batch-wise in mapInArrow); the rest is Spark SQL on the flat re
 Ops: INSERT and INIT (full load) are inserts, UPDATE an update (both images), DELETE a delete; DDL keeps
 its statement (the images' string branch); HEARTBEAT is a heartbeat; BEGIN, COMMIT, ROLLBACK, ABORT,
 CHECKPOINT, COMMAND, FILL, FINISH, CONTROL, RDB and NOOP are control records (counted, not loaded).
-`objectName` is db.table, the table after the last dot (an OceanBase db may hold dots). Records declare
+`objectName` is db.table, the table after the last dot (an OceanBase db may hold dots); a name without a
+dot names a database (DDL), and a data record needs a table. Records declare
 no primary key: configured `primary_keys` apply, else a table is keyed by all its columns.
 
 Types. For MySQL sources (sourceType MySQL or DRDS) `dataTypeNumber` is the MySQL protocol's column type,
@@ -98,7 +99,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     record = F.col("record")
     op = record["operation"]
     kind = OPS.kind(op)
-    db, table = (F.nullif(part, F.lit("")) for part in split_qualified(record["object_name"]))
+    db, table = _db_and_table(record["object_name"])
     frame = decoded.select(
         *lines.columns,
         F.col("decode_error").alias("envelope_error"),
@@ -144,6 +145,12 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
             ),
         ],
     )
+
+
+def _db_and_table(object_name: Column) -> tuple[Column, Column]:
+    """'db.table' -> (db, table); a name without a dot is a database (a DDL record's objectName may be)."""
+    db, table = (F.nullif(part, F.lit("")) for part in split_qualified(object_name))
+    return F.coalesce(db, F.when(~object_name.contains("."), object_name)), table
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_type
 
 NOT_BASE64 = "not Base64"
 NOT_A_RECORD = "not a DTS Avro record: "
@@ -88,8 +89,6 @@ def record_schema() -> Any:
 
 def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow function: each batch with `decode_error` and `record` (one of them NULL) appended."""
-    from pyspark.sql.pandas.types import to_arrow_type
-
     record_type = to_arrow_type(RECORD)
     for batch in batches:
         decoded = [decode_line(line) for line in batch.column("text").to_pylist()]
