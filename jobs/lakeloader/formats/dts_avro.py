@@ -27,6 +27,10 @@ BinaryObject/BinaryGeometry -> binary, TextObject/TextGeometry -> string, Intege
 Decimal -> decimal(p,s), Float -> double, Timestamp/TimestampWithTimeZone -> timestamp, DateTime ->
 timestamp, date (date parts only) or string (time parts only). A column's branch is that of its first
 non-NULL value, after-image first; a string or BLOB column without one is string, a GEOMETRY one binary.
+Limit: DECIMAL's precision and scale, and whether a string or BLOB number holds text or bytes, are only
+sent with a value, so a record whose value is NULL declares the fallback (decimal(38,18), string), and apply
+takes each column's latest declaration in a batch: a batch whose last change of a row has NULL there
+declares the fallback type.
 
 Values: Timestamp is seconds + millis since 1970 (UTC); DateTime's parts are the source's wall clock, read
 as UTC (like DATETIME text elsewhere); TimestampWithTimeZone's parts are local to its `timezone` and
