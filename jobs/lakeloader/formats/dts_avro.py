@@ -27,10 +27,10 @@ BinaryObject/BinaryGeometry -> binary, TextObject/TextGeometry -> string, Intege
 Decimal -> decimal(p,s), Float -> double, Timestamp/TimestampWithTimeZone -> timestamp, DateTime ->
 timestamp, date (date parts only) or string (time parts only). A column's branch is that of its first
 non-NULL value, after-image first; a string or BLOB column without one is string, a GEOMETRY one binary.
-Limit: DECIMAL's precision and scale, and whether a string or BLOB number holds text or bytes, are only
-sent with a value, so a record whose value is NULL declares the fallback (decimal(38,18), string), and apply
-takes each column's latest declaration in a batch: a batch whose last change of a row has NULL there
-declares the fallback type.
+DECIMAL's precision and scale, and whether a string or BLOB number holds text or bytes, are only sent with
+a value. Apply takes each column's latest declaration in a batch, so where a record's value is NULL the
+column takes the batch's latest type from a value; only a batch without any value there declares the
+fallback (decimal(38,18), string; a table it creates keeps that type).
 
 Values: Timestamp is seconds + millis since 1970 (UTC); DateTime's parts are the source's wall clock, read
 as UTC (like DATETIME text elsewhere); TimestampWithTimeZone's parts are local to its `timezone` and
@@ -94,12 +94,15 @@ WIRE = WireFields(
 MYSQL_SOURCES = ("MySQL", "DRDS")
 STRING_TYPE_NUMBERS = (15, 245, 247, 248, 249, 250, 251, 252, 253, 254)  # VARCHAR ... STRING, JSON, ENUM, SET, BLOBs
 GEOMETRY = 255
+VALUE_TYPED_NUMBERS = (0, 246, 16, *STRING_TYPE_NUMBERS, GEOMETRY)  # (NEW)DECIMAL, BIT, text or bytes: a value types
 BINARY_ENCODING = "base64"  # how the flat records carry bytes (mysql_types' binary converter)
 
 
 def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     """Numbered lines (Base64 DTS Avro records) -> canonical change rows with `reject_reason`."""
-    decoded = lines.mapInArrow(decode, T.StructType([*lines.schema.fields, *DECODED]))
+    # The records feed both the rows and the batch's column types (_with_batch_types): a lazy local checkpoint
+    # keeps them once computed, so each line is decoded once (without it Spark runs the Python twice).
+    decoded = lines.mapInArrow(decode, T.StructType([*lines.schema.fields, *DECODED])).localCheckpoint(eager=False)
     record = F.col("record")
     op = record["operation"]
     kind = OPS.kind(op)
@@ -130,6 +133,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
             "raw_after": _raw_image(names, F.col("after_values")),
         }
     )
+    frame = _with_batch_types(frame)
     frame = with_canonical_images(frame, mysql_types.converters(BINARY_ENCODING))
     undecodable = _undecodable(names, F.col("before_values"), F.col("after_values"))
     return finish(
@@ -163,13 +167,46 @@ def _db_and_table(object_name: Column) -> tuple[Column, Column]:
 
 
 def _typed(field: Column, i: Column) -> Column:
-    """struct(name, conv, type) of field i: its MySQL declaration (or its value's branch) typed by mysql_types."""
+    """struct(name, conv, type, informed) of field i: its MySQL declaration (or its value's branch) typed by
+    mysql_types; `informed` is false when the type is a fallback for want of a value."""
     after, before = F.try_element_at(F.col("after_values"), i + 1), F.try_element_at(F.col("before_values"), i + 1)
     sample = F.coalesce(F.when(_has_value(after), after), F.when(_has_value(before), before))
-    declaration = F.when(F.col("mysql_source"), _mysql_declaration(field["type_number"], sample)).otherwise(
+    number = field["type_number"]
+    declaration = F.when(F.col("mysql_source"), _mysql_declaration(number, sample)).otherwise(
         _branch_declaration(sample)
     )
-    return typed_column(field["name"], mysql_types.resolve(declaration, BINARY_ENCODING))
+    fixed_by_number = F.col("mysql_source") & ~number.isin(*VALUE_TYPED_NUMBERS)
+    resolved = mysql_types.resolve(declaration, BINARY_ENCODING)
+    return F.struct(
+        field["name"].alias("name"),
+        resolved["conv"].alias("conv"),
+        resolved["type"].alias("type"),
+        (sample.isNotNull() | fixed_by_number).alias("informed"),
+    )
+
+
+def _with_batch_types(frame: DataFrame) -> DataFrame:
+    """`typed` as struct(name, conv, type), a fallback type (no value told it) replaced by the batch's latest
+    informed type of that column: apply takes each column's latest declaration in a batch, so a NULL must not
+    re-type a column that other records of the batch type from their values (bytes would load as Base64 text).
+    """
+    informed = frame.where(F.col("kind") == C.DATA).select(
+        "db", "table", "seq", F.explode(F.filter("typed", lambda c: c["informed"])).alias("c")
+    )
+    latest = informed.groupBy("db", "table", F.col("c.name").alias("name")).agg(
+        F.max_by(F.struct(F.col("c.conv").alias("conv"), F.col("c.type").alias("type")), "seq").alias("declared")
+    )
+    per_table = latest.groupBy("db", "table").agg(
+        F.map_from_entries(F.collect_list(F.struct("name", "declared"))).alias("batch_types")
+    )
+    with_batch = frame.join(F.broadcast(per_table), ["db", "table"], "left")
+
+    def declared(c: Column) -> Column:
+        batch = F.element_at(F.col("batch_types"), c["name"])
+        chosen = F.when(c["informed"] | batch.isNull(), F.struct(c["conv"].alias("conv"), c["type"].alias("type")))
+        return typed_column(c["name"], F.coalesce(chosen, batch))
+
+    return with_batch.withColumn("typed", F.transform("typed", declared)).drop("batch_types")
 
 
 def _has_value(value: Column) -> Column:
