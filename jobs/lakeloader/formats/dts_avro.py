@@ -12,8 +12,8 @@ Ops: INSERT and INIT (full load) are inserts, UPDATE an update (both images), DE
 its statement (the images' string branch); HEARTBEAT is a heartbeat; BEGIN, COMMIT, ROLLBACK, ABORT,
 CHECKPOINT, COMMAND, FILL, FINISH, CONTROL, RDB and NOOP are control records (counted, not loaded).
 `objectName` is db.table, the table after the last dot (an OceanBase db may hold dots); a name without a
-dot names a database (DDL), and a data record needs a table. Records declare
-no primary key: configured `primary_keys` apply, else a table is keyed by all its columns.
+dot names a database (DDL), and a data record needs a table. Records declare no primary key: configured
+`primary_keys` apply, else a table is keyed by all its columns.
 
 Types. For MySQL sources (sourceType MySQL or DRDS) `dataTypeNumber` is the MySQL protocol's column type,
 read as the MySQL declaration it stands for and typed by lakeloader.formats.mysql_types. Signedness is not
@@ -39,6 +39,8 @@ do not decode quarantine the record, as does a value that does not fit its colum
 date). EmptyObject (NULL/NONE) and a null value are NULL.
 
 Ordering key: `id` (the record's unique, increasing id in the stream), then 0. Event time: sourceTimestamp.
+The decoded records are kept by a lazy local checkpoint (decoded once): an executor lost mid-parse fails
+the task's job instead of recomputing, and the step's retry runs it again.
 """
 
 from __future__ import annotations
