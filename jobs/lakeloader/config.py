@@ -30,6 +30,7 @@ SUPPORTED_FORMATS = (
     "debezium_json",
     "debezium_flatten",
     "debezium_smt",
+    "dts_avro",  # one Base64 DTS Avro record per line (lakeloader.formats.dts_avro)
     "auto",  # recognised per message (lakeloader.formats.auto); a configured format always wins
 )
 FORMATS_NAMING_NO_DB = ("datahub_tuple",)  # messages name the table only: `db` is required

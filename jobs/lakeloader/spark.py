@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
@@ -20,6 +23,8 @@ def spark_session(app_name: str, master: str | None = None, conf: dict[str, str]
     builder = SparkSession.builder.appName(app_name)
     if master and not submitted.contains("spark.master"):
         builder = builder.master(master).config("spark.ui.enabled", "false")
+        # local Python workers (DTS Avro's decoder) on this interpreter, which has the project's packages
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for key, value in DEFAULTS.items():
         if not submitted.contains(key):
             builder = builder.config(key, value)

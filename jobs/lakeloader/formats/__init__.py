@@ -10,6 +10,7 @@ from lakeloader.formats import (
     debezium,
     debezium_flatten,
     debezium_smt,
+    dts_avro,
     oms_default,
     oms_extend,
     shareplex,
@@ -27,5 +28,6 @@ PARSERS: dict[str, Parser] = {
     "debezium_json": debezium.parse,
     "debezium_flatten": debezium_flatten.parse,
     "debezium_smt": debezium_smt.parse,
+    "dts_avro": dts_avro.parse,
 }
 PARSERS["auto"] = auto_parser(dict(PARSERS))

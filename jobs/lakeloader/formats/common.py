@@ -406,6 +406,12 @@ def qualified(db: Column, table: Column) -> Column:
     return F.concat_ws(".", db, table)
 
 
+def split_qualified(name: Column) -> tuple[Column, Column]:
+    """'db.table' -> (db, table); the db may hold dots (OceanBase 'tenant.database'), the table is last.
+    Both are '' for a name without a dot (NULL for NULL)."""
+    return F.regexp_extract(name, r"^(.*)\.[^.]+$", 1), F.regexp_extract(name, r"\.([^.]+)$", 1)
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Rejection and the canonical row
 # --------------------------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ declares a type or a key, or orders it:
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakeloader import canonical as C
@@ -41,6 +41,7 @@ from lakeloader.formats.common import (
     qualified,
     spark_type_converters,
     spark_typed,
+    split_qualified,
     with_canonical_images,
 )
 
@@ -64,7 +65,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     image = F.map_filter(fields, lambda name, _: name != DELETED)
     topic = F.nullif(F.regexp_extract("origin_file", TOPIC, 1), F.lit(""))
     destination = F.element_at(configured_map(source.topic_tables, "string"), topic)
-    db, table = _split_qualified(destination)
+    db, table = split_qualified(destination)
     op = OPS.canonical(deleted)
     frame = frame.select(
         *lines.columns,
@@ -101,8 +102,3 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         ],
         after_op=[(F.col("field_count") == 0, "message without fields")],
     )
-
-
-def _split_qualified(name: Column) -> tuple[Column, Column]:
-    """'db.table' -> (db, table); the db may hold dots (OceanBase 'tenant.database'), the table is last."""
-    return F.regexp_extract(name, r"^(.*)\.[^.]+$", 1), F.regexp_extract(name, r"\.([^.]+)$", 1)
