@@ -24,7 +24,7 @@ test: setup
 	$(VENV)/bin/ruff check .
 	bin/with-airflow $(PY) -m pytest
 
-# The benchmark (docs/benchmark.md); not part of `make test`. BENCH_ARGS adds options, e.g. BENCH_ARGS="--no-verify".
+# The benchmark (docs/performance.md); not part of `make test`. BENCH_ARGS adds options, e.g. BENCH_ARGS="--no-verify".
 bench: setup
 	$(PY) -m lakeloader.bench all $(BENCH_ARGS)
 

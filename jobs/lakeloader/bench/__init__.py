@@ -1,3 +1,3 @@
 """The benchmark of the apply semantics: `python -m lakeloader.bench {run,growth,layout,all}` (see
-docs/benchmark.md). Generates a DataWorks export and pre-existing silver tables with Spark SQL, runs the
+docs/performance.md). Generates a DataWorks export and pre-existing silver tables with Spark SQL, runs the
 real jobs on them and measures every phase: time, changes per second, CPU, peak memory, machine load."""

@@ -1,4 +1,4 @@
-"""Benchmark results as JSON (everything measured) and Markdown (the tables docs/benchmark.md quotes)."""
+"""Benchmark results as JSON (everything measured) and Markdown (the tables docs/performance.md quotes)."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ class DeltaRsEngine:
         """`streamed_merge` is delta-rs' `streamed_exec`. Off by default: the change set is an in-memory Arrow
         table anyway, and only a non-streamed merge derives a key-range filter from it, so the merge skips
         the files outside the change set's keys (a key-local change set on key-ordered files reads a few
-        files instead of the whole table; see docs/benchmark.md)."""
+        files instead of the whole table; see docs/performance.md)."""
         self.storage_options = storage_options
         self.streamed_merge = streamed_merge
 
