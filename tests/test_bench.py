@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
+from lakeloader.bench.formats import formats_markdown, run_formats
 from lakeloader.bench.generate import changes
 from lakeloader.bench.probe import Probe, jvm_pid
 from lakeloader.bench.report import scenario_json, scenario_markdown
@@ -60,3 +61,20 @@ def test_bench_run_measures_every_phase_and_leaves_the_tables_the_stream_implies
     document = scenario_json(result)
     assert document["apply_silver_merges"]["files_before"] == 5
     assert "| parse | 2,000 |" in scenario_markdown(document)
+
+
+@pytest.mark.timeout(600)  # two formats' parse jobs (DTS Avro's first start Python workers)
+def test_bench_formats_parses_each_formats_export_completely(spark, tmp_path: Path):
+    probe = Probe(jvm_pid(spark))
+
+    rows = run_formats(spark, probe, ["canal_json", "dts_avro"], 400, tmp_path)
+
+    assert [(r["format"], r["messages"]) for r in rows] == [("canal_json", 400), ("dts_avro", 400)]
+    assert [r["parse"].details["data"] for r in rows] == [400, 400]  # every message a change, none quarantined
+    assert [r.name for r in probe.records] == [
+        "floor: canal_json",
+        "parse: canal_json",
+        "floor: dts_avro",
+        "parse: dts_avro",
+    ]
+    assert "| canal_json | 400 |" in formats_markdown(rows)

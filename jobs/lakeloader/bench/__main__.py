@@ -1,4 +1,4 @@
-"""python -m lakeloader.bench [common options] {run,growth,layout,all} [options]
+"""python -m lakeloader.bench [common options] {run,growth,layout,all,formats} [options]
 
 Defaults are the full-size benchmark (1M changes over 20 tables into 10M rows); `--scale` multiplies every
 count (changes, rows, rows per file, curve points), so `--scale 0.02` runs the same code on 20k changes
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from lakeloader.config import PROJECT_ROOT
 
-COMMANDS = ("run", "growth", "layout", "all")
+COMMANDS = ("run", "growth", "layout", "all", "formats")
 
 
 def _ints(text: str) -> list[int]:
@@ -29,7 +29,8 @@ def parser() -> argparse.ArgumentParser:
         "command",
         choices=COMMANDS,
         help="run: one scenario; growth: apply-time curves; layout: file layouts and merge modes; "
-        "all: the issue's set (run over 1 hour and over 10 hours, growth, layout)",
+        "all: the issue's set (run over 1 hour and over 10 hours, growth, layout); "
+        "formats: parse throughput of every wire format next to the floor",
     )
     p.add_argument("--scale", type=float, default=1.0, help="multiply every count (default 1 = full size)")
     p.add_argument("--workdir", type=Path, default=PROJECT_ROOT / "var" / "bench", help="generated data (reused)")
@@ -59,6 +60,9 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--layout-hours", type=int, default=3)
     g.add_argument("--layout-changes-per-table-hour", type=int, default=5_000)
     g.add_argument("--files-per-table", type=int, default=10)
+    g = p.add_argument_group("formats")
+    g.add_argument("--format-changes", type=int, default=1_000_000, help="changes in each format's export")
+    g.add_argument("--formats", default="", help="comma-separated formats (default: every format)")
     return p
 
 
@@ -80,18 +84,20 @@ def scaled(args: argparse.Namespace) -> argparse.Namespace:
             "fixed_changes": n(args.fixed_changes),
             "fixed_existing": n(args.fixed_existing),
             "layout_changes_per_table_hour": n(args.layout_changes_per_table_hour),
+            "format_changes": n(args.format_changes),
         }
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     args = scaled(parser().parse_args(argv))
-    from lakeloader.bench import growth, layout
+    from lakeloader.bench import formats, growth, layout
     from lakeloader.bench.probe import Probe, jvm_pid
     from lakeloader.bench.report import environment, scenario_json, scenario_markdown, write_results
     from lakeloader.bench.run import run_scenario
     from lakeloader.bench.scenario import Scenario
     from lakeloader.bench.workspace import Layout
+    from lakeloader.generator.wire import WRITERS
     from lakeloader.spark import spark_session
 
     scenario = Scenario(
@@ -147,6 +153,14 @@ def main(argv: list[str] | None = None) -> int:
             rows = layout.run_layout(spark, probe, layout_scenario, args.files_per_table, args.workdir)
             document["layout"] = {"scenario": layout_scenario.as_dict(), "rows": rows}
             sections.append(f"### Layout ({layout_scenario.label()})\n" + layout.layout_markdown(rows))
+            print(sections[-1], flush=True)
+        if args.command == "formats":
+            chosen_formats = [f for f in args.formats.split(",") if f] or sorted(WRITERS)
+            rows = formats.run_formats(spark, probe, chosen_formats, args.format_changes, args.workdir)
+            document["formats"] = [{"format": r["format"], "messages": r["messages"], "mib": r["mib"]} for r in rows]
+            sections.append(
+                f"### Parse per format ({args.format_changes:,} changes each)\n" + formats.formats_markdown(rows)
+            )
             print(sections[-1], flush=True)
     finally:
         document["environment"]["load_at_end"] = [round(v, 2) for v in os.getloadavg()]
