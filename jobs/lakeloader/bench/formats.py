@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from lakeloader.bench.generate import count_lines
 from lakeloader.bench.probe import Probe
 from lakeloader.config import SourceConfig
 from lakeloader.generator import wire
@@ -76,7 +77,7 @@ def run_formats(spark: SparkSession, probe: Probe, formats: list[str], n: int, w
         source = SourceConfig(name="bench", format=fmt, export_uri=str(exports), lake_root=str(lake), **settings)
         manifest = land_hour(source, HOUR).manifest
         paths = [spark_path(str(lake / entry.raw_key)) for entry in manifest]
-        messages = sum(1 for p in manifest for _ in (lake / p.raw_key).open("rb"))
+        messages = sum(count_lines(lake / entry.raw_key) for entry in manifest)
         with probe.phase(f"{FLOOR}: {fmt}", messages) as floor:
             spark.read.text(paths).write.mode("overwrite").parquet(spark_path(str(directory / "floor")))
         with probe.phase(f"{PARSE}: {fmt}", messages) as parse:
