@@ -28,25 +28,6 @@ HOUR = wire.BASE
 FLOOR, PARSE = "floor", "parse"
 
 
-def changes(n: int) -> list[wire.Change]:
-    """n changes to wire.ITEMS in true order (see the module docstring)."""
-    keys = max(1, n // 4)
-    rows: dict[int, dict] = {}
-    stream = []
-    for i in range(n):
-        seq, key = i + 1, i % keys
-        if key not in rows:
-            rows[key] = {"id": key, "name": f"name-{seq}", "qty": seq}
-            stream.append(wire.Change(wire.ITEMS, wire.INSERT, seq, None, rows[key]))
-        elif i % 10 == 0:
-            stream.append(wire.Change(wire.ITEMS, wire.DELETE, seq, rows.pop(key), None))
-        else:
-            after = {"id": key, "name": f"name-{seq}", "qty": seq}
-            stream.append(wire.Change(wire.ITEMS, wire.UPDATE, seq, rows[key], after))
-            rows[key] = after
-    return stream
-
-
 def _export(directory: Path, fmt: str, n: int) -> Path:
     """The format's export of n changes (written once, then reused); returns the export directory."""
     exports = directory / "exports"
@@ -56,7 +37,7 @@ def _export(directory: Path, fmt: str, n: int) -> Path:
         path = exports / f"{wire.ITEMS.name}-topic" / "part-0.json"
         path.parent.mkdir(parents=True)
         with path.open("w") as out:
-            for change in changes(n):
+            for change in wire.keyed_stream(wire.ITEMS, n)[0]:
                 for line in wire.WRITERS[fmt](change):
                     out.write(line + "\n")
         moment = (HOUR + timedelta(minutes=30)).timestamp()

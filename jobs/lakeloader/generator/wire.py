@@ -67,6 +67,26 @@ class Change:
         return f"TRUNCATE TABLE `{self.table.name}`"
 
 
+def keyed_stream(table: Table, n: int) -> tuple[list[Change], dict[object, Row]]:
+    """n changes to a keyed table in true order, and the rows they leave: the first quarter insert keys, the
+    rest update them, every tenth a delete (the key is inserted again on its next turn)."""
+    keys = max(1, n // 4)
+    rows: dict[object, Row] = {}
+    stream = []
+    for i in range(n):
+        seq, key = i + 1, i % keys
+        if key not in rows:
+            rows[key] = {"id": key, "name": f"name-{seq}", "qty": seq}
+            stream.append(Change(table, INSERT, seq, None, rows[key]))
+        elif i % 10 == 0:
+            stream.append(Change(table, DELETE, seq, rows.pop(key), None))
+        else:
+            after = {"id": key, "name": f"name-{seq}", "qty": seq}
+            stream.append(Change(table, UPDATE, seq, rows[key], after))
+            rows[key] = after
+    return stream, rows
+
+
 def _text(row: Row | None) -> dict[str, str] | None:
     return None if row is None else {k: None if v is None else str(v) for k, v in row.items()}
 
@@ -87,7 +107,7 @@ def dataworks_v2(change: Change) -> list[str]:
         "version": "2.0",
         "schema": {
             "source": {"dbType": "mysql", "dbName": DB, "schema": None, "table": change.table.name},
-            "column": [{"name": n, "type": t} for n, t in (("id", "BIGINT"), ("name", "VARCHAR"), ("qty", "BIGINT"))],
+            "column": [{"name": n, "type": t} for n, t in (("id", "INT64"), ("name", "VARCHAR"), ("qty", "INT64"))],
             "pk": list(change.table.key),
         },
         "payload": {
