@@ -9,7 +9,7 @@ from pathlib import Path
 from lakeloader import zones
 from lakeloader.config import SourceConfig
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.lines import read_numbered_lines
+from lakeloader.messages import read_messages
 from lakeloader.parse import classify
 from lakeloader.runner import run_hours
 
@@ -27,8 +27,8 @@ def source_for(fmt: str, tmp_path: Path | None = None, **overrides) -> SourceCon
 
 def parse_files(spark, source: SourceConfig, *files: Path) -> list[dict]:
     """Classified rows (canonical columns, reject_reason, outcome) of the files, in file and line order."""
-    lines = read_numbered_lines(spark, [f"file://{f}" for f in files], source.name, "2026-11-21T05")
-    rows = classify(lines, source).orderBy("origin_file", "origin_line").collect()
+    messages = read_messages(spark, [f"file://{f}" for f in files], source, "2026-11-21T05")
+    rows = classify(messages, source).orderBy("origin_file", "origin_line").collect()
     return [row.asDict(recursive=True) for row in rows]
 
 
@@ -45,10 +45,15 @@ def parse_lines(spark, source: SourceConfig, tmp_path: Path, lines: list[str], n
 
 
 def write_export(source: SourceConfig, name: str, lines: list[str], hour: datetime = HOUR) -> None:
+    """An export file of lines that lands in `hour` (modified half an hour into it)."""
+    write_export_file(source, name, ("\n".join(lines) + "\n").encode(), hour)
+
+
+def write_export_file(source: SourceConfig, name: str, content: bytes, hour: datetime = HOUR) -> None:
     """An export file that lands in `hour` (modified half an hour into it)."""
     path = Path(source.export_uri) / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    path.write_bytes(content)
     os.utime(path, (hour.timestamp() + 1800, hour.timestamp() + 1800))
 
 

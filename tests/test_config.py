@@ -408,8 +408,8 @@ def test_column_types_must_be_spark_types_of_formats_without_types(tmp_path: Pat
     )
     assert (
         "sources[0] (hub).column_types: type 'LONG' of shop.orders.id is not one of tinyint, smallint, int, bigint,"
-        " float, double, boolean, string, binary, date, timestamp, decimal(p,s) (with 1 <= p <= 38, 0 <= s <= p)"
-        in only_types
+        " float, double, boolean, string, binary, date, timestamp, timestamp_ntz, decimal(p,s)"
+        " (with 1 <= p <= 38, 0 <= s <= p)" in only_types
     )
 
 

@@ -98,7 +98,7 @@ def test_oms_examples_with_fitting_values_give_exact_canonical_text_for_every_ty
         "col14": "2020-11-24 16:01:02.012345",  # timestamp as epoch seconds: 1606233662.012345
     }
     assert {c["name"]: c["type"] for c in insert["columns"]} == {
-        "col1": "timestamp",
+        "col1": "timestamp_ntz",
         "col2": "string",
         "col3": "float",
         "col4": "double",
@@ -243,11 +243,11 @@ def test_paimon_all_types_message_keeps_every_value_exact(parse_messages):
         "_decimal_unsigned": ("decimal(8,0)", "22222"),
         "_decimal_unsigned_zerofill": ("decimal(8,0)", "33333"),
         "_date": ("date", "2023-03-23"),
-        "_datetime": ("timestamp", "2023-03-23 14:30:05.000000"),
-        "_datetime3": ("timestamp", "2023-03-23 14:30:05.123000"),
-        "_datetime6": ("timestamp", "2023-03-23 14:30:05.123456"),
-        "_datetime_p": ("timestamp", "2023-03-24 14:30:00.000000"),
-        "_datetime_p2": ("timestamp", "2023-03-24 14:30:05.120000"),
+        "_datetime": ("timestamp_ntz", "2023-03-23 14:30:05.000000"),
+        "_datetime3": ("timestamp_ntz", "2023-03-23 14:30:05.123000"),
+        "_datetime6": ("timestamp_ntz", "2023-03-23 14:30:05.123456"),
+        "_datetime_p": ("timestamp_ntz", "2023-03-24 14:30:00.000000"),
+        "_datetime_p2": ("timestamp_ntz", "2023-03-24 14:30:05.120000"),
         "_timestamp": ("timestamp", "2023-03-23 15:00:10.123456"),
         "_timestamp0": ("timestamp", "2023-03-23 00:10:00.000000"),
         "_char": ("string", "Paimon"),

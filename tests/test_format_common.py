@@ -92,9 +92,11 @@ OMS_TYPES = [
     ("BLOB", False, "binary", "binary"),
     ("bit(1)", False, "binary", "binary"),
     ("DATE", False, "date", "date"),
-    ("DATE", True, "timestamp", "timestamp"),
+    ("DATE", True, "timestamp_ntz", "datetime"),
+    ("TIMESTAMP", True, "timestamp_ntz", "datetime"),
+    ("TIMESTAMP", False, "timestamp", "timestamp"),
     ("TIME", False, "string", "time"),
-    ("datetime(6)", False, "timestamp", "timestamp"),
+    ("datetime(6)", False, "timestamp_ntz", "datetime"),
     ("TIMESTAMP(6) WITH LOCAL TIME ZONE", True, "timestamp", "timestamp"),
     ("ZONED_DATETIME", False, "timestamp", "timestamp"),
     ("INTERVAL_DAY_TO_SECOND", False, "string", None),
@@ -128,3 +130,10 @@ OMS_TIMESTAMPS = dict(
 def test_oms_timestamps_become_utc_microsecond_text(spark):
     canonical = evaluate(spark, lambda v: ob_types.CONVERTERS["timestamp"](v, F.lit("timestamp")), *OMS_TIMESTAMPS)
     assert dict(zip(OMS_TIMESTAMPS, canonical, strict=True)) == OMS_TIMESTAMPS
+
+
+def test_oms_datetimes_keep_their_wall_clock_and_epochs_read_as_utc(spark):
+    """timestamp_ntz columns: the digits as written; a zone id does not move them (a DATETIME has none)."""
+    expected = OMS_TIMESTAMPS | {"2020-11-25 00:01:02.012345 Asia/Shanghai": "2020-11-25 00:01:02.012345"}
+    canonical = evaluate(spark, lambda v: ob_types.CONVERTERS["datetime"](v, F.lit("timestamp_ntz")), *expected)
+    assert dict(zip(expected, canonical, strict=True)) == expected

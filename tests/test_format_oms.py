@@ -172,7 +172,7 @@ def test_extend_examples_are_typed_by_light_type(spark):
         {"name": "decimal", "type": "string"},  # DECIMAL without precision: the exact text
         {"name": "localDate", "type": "date"},
         {"name": "localTime", "type": "string"},
-        {"name": "localDateTime", "type": "timestamp"},
+        {"name": "localDateTime", "type": "timestamp_ntz"},
         {"name": "timestamp_in_long", "type": "timestamp"},
     ]
     tiny = "9.99999999999999909326625337248461995470488734032045693707225049331647881341002217023668530611028595"
@@ -211,7 +211,7 @@ def test_extend_oracle_tenant_types_and_bad_values(spark, tmp_path):
     assert {c["name"]: c["type"] for c in oracle["columns"]} == {
         "id": "decimal(10,0)",
         "price": "decimal(10,2)",
-        "born": "timestamp",
+        "born": "timestamp_ntz",
         "rate": "string",
         "note": "string",
     }

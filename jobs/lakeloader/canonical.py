@@ -5,7 +5,8 @@ Every parser turns its wire format into rows of CHANGE_SCHEMA; nothing downstrea
 Row images (`before`, `after`) are maps of column name to *canonical text*, and `columns` declares each
 column's Spark SQL type. Canonical text is what `CAST(text AS <type>)` reads back exactly:
 - bigint, int, double, decimal(p,s), boolean, string: the value as Spark casts it from a string;
-- timestamp: 'yyyy-MM-dd HH:mm:ss[.fffffffff]' in UTC;   date: 'yyyy-MM-dd';
+- timestamp: 'yyyy-MM-dd HH:mm:ss[.fffffffff]' in UTC;   timestamp_ntz: the same text, the wall clock as sent;
+- date: 'yyyy-MM-dd';
 - binary: Base64 (apply decodes it with unbase64).
 Parsers validate every value against its declared type; a value that does not convert sends the whole
 message to quarantine instead of silently becoming NULL.
@@ -34,6 +35,13 @@ SEQ_TYPE = T.DecimalType(38, 0)
 COLUMN_TYPE = T.StructType([T.StructField("name", T.StringType()), T.StructField("type", T.StringType())])
 IMAGE_TYPE = T.MapType(T.StringType(), T.StringType())
 
+# a message's topic coordinates, when the export keeps them (export_layout kcat; lakeloader.messages)
+POSITION_FIELDS = (
+    T.StructField("origin_topic", T.StringType(), True),
+    T.StructField("origin_partition", T.IntegerType(), True),
+    T.StructField("origin_offset", T.LongType(), True),
+)
+
 CHANGE_SCHEMA = T.StructType(
     [
         T.StructField("source", T.StringType(), False),
@@ -55,6 +63,7 @@ CHANGE_SCHEMA = T.StructType(
         T.StructField("origin_file", T.StringType(), False),
         T.StructField("origin_line", T.LongType(), False),
         T.StructField("origin_index", T.IntegerType(), False),
+        *POSITION_FIELDS,
         T.StructField("batch_hour", T.StringType(), False),
     ]
 )
@@ -68,6 +77,7 @@ QUARANTINE_SCHEMA = T.StructType(
         T.StructField("message", T.StringType(), True),
         T.StructField("origin_file", T.StringType(), False),
         T.StructField("origin_line", T.LongType(), False),
+        *POSITION_FIELDS,
         T.StructField("batch_hour", T.StringType(), False),
     ]
 )

@@ -30,14 +30,16 @@ SUPPORTED_FORMATS = (
     "debezium_json",
     "debezium_flatten",
     "debezium_smt",
-    "dts_avro",  # one Base64 DTS Avro record per line (lakeloader.formats.dts_avro)
+    "dts_avro",  # binary DTS Avro records (lakeloader.formats.dts_avro; framed as lakeloader.messages says)
     "auto",  # recognised per message (lakeloader.formats.auto); a configured format always wins
 )
+BINARY_FORMATS = ("dts_avro",)  # messages are bytes: Base64 in text files and export envelopes
+EXPORT_LAYOUTS = ("lines", "concatenated", "kcat")  # lakeloader.messages
 FORMATS_NAMING_NO_DB = ("datahub_tuple",)  # messages name the table only: `db` is required
 # messages carry no column types: `column_types`
 FORMATS_WITHOUT_TYPES = ("datahub_tuple", "oms_default", "shareplex_json", "debezium_smt")
 SPARK_TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double", "boolean", "string", "binary", "date")
-SPARK_TYPES_TEXT = ", ".join(SPARK_TYPES) + ", timestamp, decimal(p,s)"
+SPARK_TYPES_TEXT = ", ".join(SPARK_TYPES) + ", timestamp, timestamp_ntz, decimal(p,s)"
 SOURCE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
 
 
@@ -113,6 +115,17 @@ class SourceConfig(_Strict):
     )
     export_uri: str = Field(description="where the exporter drops topic files: a directory or s3://bucket/prefix")
     lake_root: str = Field(description="root of the raw/bronze/silver/audit zones: a directory or s3://bucket/prefix")
+    export_layout: Literal[EXPORT_LAYOUTS] = Field(  # type: ignore[valid-type]
+        default="lines",
+        description="how the export files hold messages: lines (one per line), concatenated (JSON messages one "
+        "after another, pretty-printed or not) or kcat (one JSON envelope per line with topic, partition, offset, "
+        "payload, as `kcat -J` writes); files named *.bin hold length-prefixed binary messages in any layout",
+    )
+    payload_encoding: Literal["text", "base64"] | None = Field(
+        default=None,
+        description="export_layout kcat: whether an envelope's payload is the message text or its Base64 "
+        f"(default: text; always base64 for {', '.join(BINARY_FORMATS)})",
+    )
     tables: tuple[str, ...] | None = Field(default=None, description="include list of 'db.table' names")
     primary_keys: dict[str, tuple[str, ...]] = Field(default_factory=dict, description="'db.table' -> key columns")
     schedule: str = Field(default="0 * * * *", description="cron expression; each run covers one interval")
@@ -210,6 +223,14 @@ class SourceConfig(_Strict):
 
     @model_validator(mode="after")
     def _format_specific_keys(self) -> SourceConfig:
+        if self.payload_encoding is not None and self.export_layout != "kcat":
+            raise ValueError("'payload_encoding' is only used with export_layout kcat; remove it")
+        if self.format in BINARY_FORMATS and self.payload_encoding == "text":
+            raise ValueError(
+                f"format {self.format} is binary: its envelope payloads are Base64 (set payload_encoding: base64)"
+            )
+        if self.format in BINARY_FORMATS and self.export_layout == "concatenated":
+            raise ValueError(f"format {self.format} is binary: export_layout concatenated is for JSON messages")
         if self.format == "auto":
             return self  # any format may occur: every format's settings apply to its messages
         only_for = {
@@ -271,7 +292,7 @@ def _spark_type(text: str, table: str, column: str) -> str:
     """A Spark SQL type name from `column_types`, normalised (lower case, no spaces)."""
     normal = re.sub(r"\s+", "", str(text)).lower()
     decimal = re.fullmatch(r"decimal\(([0-9]{1,2}),([0-9]{1,2})\)", normal)
-    if normal in (*SPARK_TYPES, "timestamp"):
+    if normal in (*SPARK_TYPES, "timestamp", "timestamp_ntz"):
         return normal
     if decimal and 1 <= int(decimal[1]) <= 38 and int(decimal[2]) <= int(decimal[1]):
         return normal

@@ -32,13 +32,13 @@ def read_numbered_lines(spark: SparkSession, paths: list[str], source: str, batc
     return numbered.select(
         F.lit(source).alias("source"),
         F.lit(batch_hour).alias("batch_hour"),
-        _export_name(F.col("path")).alias("origin_file"),
+        export_name(F.col("path")).alias("origin_file"),
         (F.col("row_id") - F.col("first_id") + F.col("lines_before") + 1).alias("origin_line"),
         "text",
     )
 
 
-def _export_name(path: F.Column) -> F.Column:
+def export_name(path: F.Column) -> F.Column:
     """The file's name in the export location: the part of its raw path after 'hour=HH/', URI-decoded
     (the whole path for a file read from elsewhere)."""
     relative = F.regexp_extract(path, r"/hour=\d{2}/(.*)$", 1)

@@ -21,17 +21,17 @@ from lakeloader.config import SourceConfig
 from lakeloader.formats import PARSERS
 from lakeloader.formats.common import REJECT_REASON
 from lakeloader.land import read_manifest
-from lakeloader.lines import read_numbered_lines
+from lakeloader.messages import framed, read_messages
 from lakeloader.storage import Store, open_store, spark_path
 
 OUTCOME = "outcome"
 EXCLUDED, QUARANTINED = "excluded", "quarantined"
 
 
-def classify(lines: DataFrame, source: SourceConfig) -> DataFrame:
-    """Parse numbered lines with the source's format and add `outcome`: the message's kind, or
-    'excluded' / 'quarantined'."""
-    parsed = PARSERS[source.format](lines, source)
+def classify(messages: DataFrame, source: SourceConfig) -> DataFrame:
+    """Parse messages (lakeloader.messages) with the source's format and add `outcome`: the message's kind,
+    or 'excluded' / 'quarantined'."""
+    parsed = framed(PARSERS[source.format](messages, source))
     in_scope = F.lit(True) if source.tables is None else F.concat_ws(".", "db", "table").isin(*source.tables)
     table_message = F.col("kind").isin(C.DATA, C.DDL)
     outcome = (
@@ -55,6 +55,7 @@ def quarantine_rows(classified: DataFrame) -> DataFrame:
         F.col("text").alias("message"),
         "origin_file",
         "origin_line",
+        *[f.name for f in C.POSITION_FIELDS],
         "batch_hour",
     )
 
@@ -65,10 +66,14 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
     hour_text = zones.format_hour(hour)
     manifest = read_manifest(lake, source.name, hour)
     paths = [spark_path(lake.child(entry.raw_key)) for entry in manifest]
-    lines = read_numbered_lines(spark, paths, source.name, hour_text)
-    # on disk: the in-memory columnar cache builds its batches on the heap and ran a 1g driver out of memory
-    # at a million messages an hour (docs/performance.md)
-    classified = classify(lines, source).persist(StorageLevel.DISK_ONLY)
+    messages = read_messages(spark, paths, source, hour_text)
+    # On disk: the in-memory columnar cache builds its batches on the heap and ran a 1g driver out of memory
+    # at a million messages an hour. Only quarantine needs the message text: caching every message's text too
+    # ran a 1g driver out of heap reading the cache back, at a million Canal messages in one file
+    # (docs/performance.md).
+    classified = classify(messages, source)
+    classified = classified.withColumn("text", F.when(F.col(OUTCOME) == QUARANTINED, F.col("text")))
+    classified = classified.persist(StorageLevel.DISK_ONLY)
     try:
         bronze_rows(classified).write.mode("overwrite").parquet(
             spark_path(lake.child(zones.bronze_changes_dir(source.name, hour)))

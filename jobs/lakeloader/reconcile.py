@@ -35,7 +35,7 @@ from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.lake_index import silver_tables
 from lakeloader.land import read_manifest
-from lakeloader.lines import read_numbered_lines
+from lakeloader.messages import read_messages
 from lakeloader.parse import EXCLUDED, OUTCOME, QUARANTINED, classify
 from lakeloader.reconcile_report import ACCOUNTING, CHECKS, SNAPSHOT, STATE, audit_rows, render_markdown
 from lakeloader.replica import replica
@@ -74,15 +74,14 @@ def account_hour(spark: SparkSession, source: SourceConfig, hour: datetime, lake
         else:
             present.append(entry)
 
-    lines = read_numbered_lines(
-        spark, [spark_path(lake.child(e.raw_key)) for e in present], source.name, hour_text
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+    paths = [spark_path(lake.child(e.raw_key)) for e in present]
+    messages = read_messages(spark, paths, source, hour_text).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        statuses = _line_statuses(spark, lines, source, hour, lake).persist(StorageLevel.MEMORY_AND_DISK)
+        statuses = _line_statuses(spark, messages, source, hour, lake).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             by_file = _counts_by_file(statuses)
             unaccounted = statuses.where(F.col("status") == UNACCOUNTED).select("origin_file", "origin_line")
-            resolved = _resolve_unaccounted(lines, unaccounted, source) if _any(by_file, UNACCOUNTED) else []
+            resolved = _resolve_unaccounted(messages, unaccounted, source) if _any(by_file, UNACCOUNTED) else []
             samples = {
                 UNEXPECTED: _sample(statuses, UNEXPECTED),
                 DOUBLE_COUNTED: _sample(statuses, DOUBLE_COUNTED),
@@ -91,7 +90,7 @@ def account_hour(spark: SparkSession, source: SourceConfig, hour: datetime, lake
         finally:
             statuses.unpersist()
     finally:
-        lines.unpersist()
+        messages.unpersist()
 
     for row in resolved:
         counts = by_file.setdefault(row["origin_file"], {})

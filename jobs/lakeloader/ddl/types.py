@@ -26,8 +26,8 @@ _FIXED = {
     T.FLOAT: "double",
     T.DOUBLE: "double",
     T.DATE: "date",
-    T.DATETIME: "timestamp",
-    T.DATETIME64: "timestamp",
+    T.DATETIME: "timestamp_ntz",
+    T.DATETIME64: "timestamp_ntz",
     T.TIMESTAMP: "timestamp",
     T.TIMESTAMPTZ: "timestamp",
     T.TIMESTAMPLTZ: "timestamp",
@@ -98,6 +98,7 @@ def arrow_type(spark_type_name: str):
         "binary": pa.binary(),
         "date": pa.date32(),
         "timestamp": pa.timestamp("us", tz="UTC"),
+        "timestamp_ntz": pa.timestamp("us"),
         "smallint": pa.int16(),
         "tinyint": pa.int8(),
     }
@@ -123,13 +124,13 @@ def spark_type_of_arrow(arrow) -> str:
         "string",
         "binary",
         "date",
-        "timestamp",
         "smallint",
         "tinyint",
     ):
-        candidate = arrow_type(name)
-        if arrow == candidate or (pa.types.is_timestamp(arrow) and name == "timestamp"):
+        if arrow == arrow_type(name):
             return name
+    if pa.types.is_timestamp(arrow):  # any unit: a zone makes it an instant
+        return "timestamp" if arrow.tz else "timestamp_ntz"
     if pa.types.is_large_string(arrow) or pa.types.is_string_view(arrow):
         return "string"
     if pa.types.is_large_binary(arrow) or pa.types.is_binary_view(arrow):

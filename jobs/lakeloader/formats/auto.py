@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 
 from lakeloader import canonical as C
 from lakeloader.config import SourceConfig
-from lakeloader.formats.common import REJECT_REASON, exact_numbers
+from lakeloader.formats.common import REJECT_REASON, exact_numbers, framing
 
 Parser = Callable[[DataFrame, SourceConfig], DataFrame]
 AUTO_UNRECOGNISED = "format auto: the message matches no supported wire format"
@@ -77,10 +77,11 @@ def auto_parser(parsers: Mapping[str, Parser]) -> Parser:
 
 
 def _unrecognised(lines: DataFrame) -> DataFrame:
-    given = {name: F.col(name) for name in ("source", "origin_file", "origin_line", "batch_hour")}
+    given = {name: F.col(name) for name in C.CHANGE_SCHEMA.names if name in lines.columns}
     given["origin_index"] = F.lit(0)
     return lines.select(
         *[given.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in C.CHANGE_SCHEMA.fields],
         F.lit(AUTO_UNRECOGNISED).alias(REJECT_REASON),
         F.col("text"),
+        *framing(lines),
     )

@@ -32,6 +32,9 @@ from pyspark.sql import types as T
 from lakeloader import canonical as C
 
 REJECT_REASON = "reject_reason"
+# the export's framing of a message (lakeloader.messages): parsers pass these through untouched
+UNWRAP_ERROR, TOMBSTONE = "unwrap_error", "tombstone"
+FRAMING_COLUMNS = (UNWRAP_ERROR, TOMBSTONE)
 CORRUPT = "_corrupt_record"
 
 Converter = Callable[[Column, Column], Column]
@@ -149,7 +152,8 @@ def integer_text(v: Column) -> Column:
 
 
 def timestamp_text(ts: Column) -> Column:
-    """Canonical text of a timestamp: UTC, microseconds (what Spark and Delta hold)."""
+    """Canonical text of a timestamp (UTC) or timestamp_ntz (the wall clock): microseconds, what Spark and
+    Delta hold."""
     return F.date_format(ts, CANONICAL_TIMESTAMP)
 
 
@@ -212,11 +216,11 @@ def checked_boolean(v: Column, _type: Column = None) -> Column:
 def spark_typed(spark_type: Column) -> Column:
     """struct(conv, type) for a column declared with a Spark SQL type (configured `column_types`): the
     converter key is the type's family ("decimal" for decimal(p,s)); no type means string."""
-    family = F.regexp_extract(spark_type, r"^([a-z]+)", 1)
+    family = F.regexp_extract(spark_type, r"^([a-z_]+)", 1)
     return F.struct(family.alias("conv"), F.coalesce(spark_type, F.lit("string")).alias("type"))
 
 
-def spark_type_converters(timestamp: Converter) -> dict[str, Converter]:
+def spark_type_converters(timestamp: Converter, timestamp_ntz: Converter) -> dict[str, Converter]:
     """Converters keyed by Spark type family, for columns declared with Spark SQL types (configured
     `column_types`); how a timestamp is written is the format's business."""
     return {
@@ -232,6 +236,7 @@ def spark_type_converters(timestamp: Converter) -> dict[str, Converter]:
         "binary": checked_base64,
         "date": checked_date,
         "timestamp": timestamp,
+        "timestamp_ntz": timestamp_ntz,
     }
 
 
@@ -490,7 +495,12 @@ def finish(
         "origin_index": F.col("origin_index") if "origin_index" in frame.columns else F.lit(0),
     }
     selected = [given.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in C.CHANGE_SCHEMA.fields]
-    return frame.select(*selected, reason.alias(REJECT_REASON), F.col("text"))
+    return frame.select(*selected, reason.alias(REJECT_REASON), F.col("text"), *framing(frame))
+
+
+def framing(frame: DataFrame) -> list[str]:
+    """The framing columns `frame` carries (messages read by lakeloader.messages have them)."""
+    return [name for name in FRAMING_COLUMNS if name in frame.columns]
 
 
 def _missing_image() -> Column:

@@ -117,7 +117,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
             F.when(~excute_time.rlike(r"^-?[0-9]+$"), excute_time.try_cast("timestamp")),
         ).alias("event_time"),
     )
-    converters = spark_type_converters(timestamp=_datahub_timestamp)
+    converters = spark_type_converters(timestamp=_datahub_timestamp, timestamp_ntz=_datahub_datetime)
     frame = with_canonical_images(frame, converters)
     is_data = F.col("kind") == C.DATA
     return finish(
@@ -193,5 +193,14 @@ def _header_problem(header: str, names: Column) -> Column:
 
 def _datahub_timestamp(v: Column, _type: Column = None) -> Column:
     """DataHub TIMESTAMP values are epoch microseconds; text timestamps are accepted too."""
+    return _epoch_micros_or_text(v, "timestamp")
+
+
+def _datahub_datetime(v: Column, _type: Column = None) -> Column:
+    """A timestamp_ntz column: the wall clock of the text, or the UTC wall clock of epoch microseconds."""
+    return _epoch_micros_or_text(v, "timestamp_ntz")
+
+
+def _epoch_micros_or_text(v: Column, text_type: str) -> Column:
     digits = v.rlike(r"^-?[0-9]+$")
-    return timestamp_text(F.when(digits, F.timestamp_micros(v.try_cast("bigint"))).otherwise(v.try_cast("timestamp")))
+    return timestamp_text(F.when(digits, F.timestamp_micros(v.try_cast("bigint"))).otherwise(v.try_cast(text_type)))

@@ -13,9 +13,10 @@ logical-decoding message) a control message, HEARTBEAT (OMS) a heartbeat.
 Types. With the envelope, each column's Kafka Connect type types it (int8..int64, float32/float64, boolean,
 string, bytes) and a Debezium logical type name refines it: Decimal -> decimal(p,s) (string beyond 38 digits;
 a JSON number, or JsonConverter's Base64 of the unscaled bytes), Date -> date (days), Timestamp /
-MicroTimestamp / NanoTimestamp -> timestamp (ms / us / ns since 1970), ZonedTimestamp -> timestamp (ISO text,
-UTC), Time / MicroTime / NanoTime -> string 'HH:mm:ss.ffffff', Year -> int, Bits -> binary, geometry structs
--> binary (their WKB). Bytes are Base16 in OMS messages (`source.name` "OMS", seed 002) and Base64 otherwise.
+MicroTimestamp / NanoTimestamp -> timestamp_ntz (a DATETIME: ms / us / ns since 1970 of its wall clock, no
+zone), ZonedTimestamp -> timestamp (ISO text, UTC), Time / MicroTime / NanoTime -> string 'HH:mm:ss.ffffff',
+Year -> int, Bits -> binary, geometry structs -> binary (their WKB). Bytes are Base16 in OMS messages
+(`source.name` "OMS", seed 002) and Base64 otherwise.
 OMS's envelope names no logical types, so there a DATE is an int (days), TIME and DATETIME bigint, TIMESTAMP
 and BIGINT/DECIMAL strings: that is what the message declares. Without the envelope nothing declares a type
 and every column is a string holding the value as written. Messages carry no primary key: configure
@@ -109,9 +110,10 @@ PLAIN_TYPES = {
 }
 LOGICAL_TYPES = {  # Debezium logical type name -> (converter key, Spark type)
     "io.debezium.time.Date": ("epoch_days", "date"),
-    "io.debezium.time.Timestamp": ("epoch_millis", "timestamp"),
-    "io.debezium.time.MicroTimestamp": ("epoch_micros", "timestamp"),
-    "io.debezium.time.NanoTimestamp": ("epoch_nanos", "timestamp"),
+    # DATETIME: epoch numbers of the wall clock, "excluding the time zone" (seed 002)
+    "io.debezium.time.Timestamp": ("epoch_millis", "timestamp_ntz"),
+    "io.debezium.time.MicroTimestamp": ("epoch_micros", "timestamp_ntz"),
+    "io.debezium.time.NanoTimestamp": ("epoch_nanos", "timestamp_ntz"),
     "io.debezium.time.ZonedTimestamp": ("timestamp", "timestamp"),
     "io.debezium.time.Time": ("time_millis", "string"),
     "io.debezium.time.MicroTime": ("time_micros", "string"),

@@ -8,13 +8,16 @@ transform without delete rewriting), is the row's new state: an insert or an upd
 cannot tell apart, so it becomes UPDATE_AFTER (apply upserts it). Nothing in the message names its table,
 declares a type or a key, or orders it:
 
-- the table comes from the configuration: `topic_tables` maps a topic to 'db.table', and a file's topic is
-  the first directory of its path in the export (`orders/part-0001.json` -> topic `orders`);
+- the table comes from the configuration: `topic_tables` maps a topic to 'db.table'; a message's topic is
+  its envelope's `topic` (export_layout kcat), else the first directory of its file's path in the export
+  (`orders/part-0001.json` -> topic `orders`);
 - columns are strings unless the source's `column_types` configures them;
 - tables need `primary_keys`: without a key a table is a multiset of rows (lakeloader.multiset), and an
   upsert adds a row instead of replacing one
   (a message lacking a configured key column is quarantined);
-- the ordering key is the export position: `seq` is the batch hour as yyyyMMddHH, `seq2` 0, and inside an
+- the ordering key is the export position. In kcat envelopes, `seq` is the message's Kafka offset: the true
+  order of a topic partition, and a key's changes stay in one partition when the topic is keyed (Debezium's
+  default). Otherwise `seq` is the batch hour as yyyyMMddHH, `seq2` 0, and inside an
   hour changes order by export file name, then line. So a later hour always wins over an earlier one, even
   when a file that lands late holds older changes, and within an hour file names must sort in export order
   (as Kafka offsets in zero-padded names do). `seq2` is not the line number on purpose: line 100 of an
@@ -39,7 +42,6 @@ from lakeloader.formats.common import (
     image_names,
     parse_json,
     qualified,
-    spark_type_converters,
     spark_typed,
     split_qualified,
     with_canonical_images,
@@ -63,7 +65,11 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     fields = F.col("j")
     deleted = F.coalesce(fields[DELETED], F.lit("false"))
     image = F.map_filter(fields, lambda name, _: name != DELETED)
-    topic = F.nullif(F.regexp_extract("origin_file", TOPIC, 1), F.lit(""))
+    topic = F.coalesce(
+        F.col("origin_topic") if "origin_topic" in lines.columns else F.lit(None),
+        F.nullif(F.regexp_extract("origin_file", TOPIC, 1), F.lit("")),
+    )
+    offset = F.col("origin_offset") if "origin_offset" in lines.columns else F.lit(None)
     destination = F.element_at(configured_map(source.topic_tables, "string"), topic)
     db, table = split_qualified(destination)
     op = OPS.canonical(deleted)
@@ -79,13 +85,13 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         F.element_at(configured_map(source.primary_keys, "array<string>"), qualified(db, table)).alias("primary_key"),
         F.when(op == C.DELETE, image).alias("raw_before"),
         F.when(op == C.UPDATE_AFTER, image).alias("raw_after"),
-        F.regexp_replace("batch_hour", r"[^0-9]", "").try_cast(C.SEQ_TYPE).alias("seq"),
+        F.coalesce(offset, F.regexp_replace("batch_hour", r"[^0-9]", "")).try_cast(C.SEQ_TYPE).alias("seq"),
         F.size(image).alias("field_count"),
     )
     names = image_names(F.col("raw_after"), F.col("raw_before"))
     types = configured_types(source.column_types, F.col("db"), F.col("table"))
     frame = frame.withColumn("typed", F.when(F.col("kind") == C.DATA, declare_names(names, types, spark_typed)))
-    frame = with_canonical_images(frame, spark_type_converters(timestamp=ob_types.TIMESTAMP_CONVERTER))
+    frame = with_canonical_images(frame, ob_types.SPARK_TYPED_CONVERTERS)
     return finish(
         frame,
         WIRE,

@@ -3,10 +3,11 @@
     {id, sourceTimestamp (s), source {sourceType}, operation, objectName "db.table",
      fields [{name, dataTypeNumber}], beforeImages, afterImages: [value per field] | "DDL text" | null}
 
-Export files: one message per line, the Base64 of the record's schemaless Avro binary (our convention: the
-land step and line reader handle text lines). A line that is not Base64 or not a record is quarantined
-("not Base64", "not a DTS Avro record: ..."). Decoding is the only Python step (lakeloader.formats.
-dts_avro_decode, batch-wise in mapInArrow); the rest is Spark SQL on the flat records it returns.
+Messages arrive as the Base64 text of the record's schemaless Avro binary: lakeloader.messages reads `.bin`
+files of length-prefixed records, `kcat -J` envelopes and Base64 lines into that text. A message that is not
+Base64 or not a record is quarantined ("not Base64", "not a DTS Avro record: ..."). Decoding is the only
+Python step (lakeloader.formats.dts_avro_decode, batch-wise in mapInArrow); the rest is Spark SQL on the
+flat records it returns.
 
 Ops: INSERT and INIT (full load) are inserts, UPDATE an update (both images), DELETE a delete; DDL keeps
 its statement (the images' string branch); HEARTBEAT is a heartbeat; BEGIN, COMMIT, ROLLBACK, ABORT,
@@ -15,25 +16,25 @@ CHECKPOINT, COMMAND, FILL, FINISH, CONTROL, RDB and NOOP are control records (co
 dot names a database (DDL), and a data record needs a table. Records declare no primary key: configured
 `primary_keys` apply, else a table is keyed by all its columns.
 
-Types. For MySQL sources (sourceType MySQL or DRDS) `dataTypeNumber` is the MySQL protocol's column type,
-read as the MySQL declaration it stands for and typed by lakeloader.formats.mysql_types. Signedness is not
-sent, so integers are widened as if UNSIGNED: TINY -> smallint, SHORT and INT24 -> int, LONG -> bigint,
-LONGLONG -> decimal(20,0); FLOAT and DOUBLE -> double (a Float value is a double); (NEW)DECIMAL ->
-decimal(p,s) of the Decimal value (string beyond 38 digits; decimal(38,18) when no value says); DATE -> date,
-DATETIME and TIMESTAMP -> timestamp, TIME -> string, YEAR -> int, BIT -> decimal(20,0) for an Integer value
+Types. For MySQL sources (sourceType MySQL or DRDS) `dataTypeNumber` is the MySQL protocol's column type, read
+as the MySQL declaration it stands for and typed by lakeloader.formats.mysql_types. Signedness is not sent, so
+integers are widened as if UNSIGNED: TINY -> smallint, SHORT and INT24 -> int, LONG -> bigint, LONGLONG ->
+decimal(20,0); FLOAT and DOUBLE -> double (a Float value is a double); (NEW)DECIMAL -> decimal(p,s) of the
+Decimal value (string beyond 38 digits; decimal(38,18) when no value says); DATE -> date, DATETIME ->
+timestamp_ntz, TIMESTAMP -> timestamp, TIME -> string, YEAR -> int, BIT -> decimal(20,0) for an Integer value
 (binary otherwise). Text, BLOB, string and GEOMETRY numbers (and any other number, and all columns of other
 sources) are typed by the value's union branch: Character -> string (binary for the `binary` charset),
-BinaryObject/BinaryGeometry -> binary, TextObject/TextGeometry -> string, Integer -> decimal(38,0),
-Decimal -> decimal(p,s), Float -> double, Timestamp/TimestampWithTimeZone -> timestamp, DateTime ->
-timestamp, date (date parts only) or string (time parts only). A column's branch is that of its first
-non-NULL value, after-image first; a string or BLOB column without one is string, a GEOMETRY one binary.
+BinaryObject/BinaryGeometry -> binary, TextObject/TextGeometry -> string, Integer -> decimal(38,0), Decimal ->
+decimal(p,s), Float -> double, Timestamp/TimestampWithTimeZone -> timestamp, DateTime -> timestamp_ntz, date
+(date parts only) or string (time parts only). A column's branch is that of its first non-NULL value,
+after-image first; a string or BLOB column without one is string, a GEOMETRY one binary.
 DECIMAL's precision and scale, and whether a string or BLOB number holds text or bytes, are only sent with
 a value. Apply takes each column's latest declaration in a batch, so where a record's value is NULL the
 column takes the batch's latest type from a value; only a batch without any value there declares the
 fallback (decimal(38,18), string; a table it creates keeps that type).
 
-Values: Timestamp is seconds + millis since 1970 (UTC); DateTime's parts are the source's wall clock, read
-as UTC (like DATETIME text elsewhere); TimestampWithTimeZone's parts are local to its `timezone` and
+Values: Timestamp is seconds + millis since 1970 (UTC); DateTime's parts are the source's wall clock (kept
+as such in a timestamp_ntz column); TimestampWithTimeZone's parts are local to its `timezone` and
 converted to UTC; `millis` counts milliseconds. Character bytes are decoded with their charset; bytes that
 do not decode quarantine the record, as does a value that does not fit its column's type (e.g. a zero
 date). EmptyObject (NULL/NONE) and a null value are NULL.
@@ -101,7 +102,7 @@ BINARY_ENCODING = "base64"  # how the flat records carry bytes (mysql_types' bin
 
 
 def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
-    """Numbered lines (Base64 DTS Avro records) -> canonical change rows with `reject_reason`."""
+    """Messages (Base64 DTS Avro records) -> canonical change rows with `reject_reason`."""
     # The records feed both the rows and the batch's column types (_with_batch_types): a lazy local checkpoint
     # keeps them once computed, so each line is decoded once (without it Spark runs the Python twice).
     decoded = lines.mapInArrow(decode, T.StructType([*lines.schema.fields, *DECODED])).localCheckpoint(eager=False)
@@ -234,7 +235,7 @@ def _mysql_declaration(number: Column, value: Column) -> Column:
         13: "year",
         4: "double",
         5: "double",
-        7: "datetime",
+        7: "timestamp",
         12: "datetime",
         10: "date",
         14: "date",

@@ -6,11 +6,12 @@ the mapping follows MySQL's ranges: integers widen where UNSIGNED needs it (TINY
 BIGINT UNSIGNED and SERIAL -> decimal(20,0)); BOOL/BOOLEAN/TINYINT(1) stay tinyint (MySQL stores -128..127 in
 them). DECIMAL(p,s) is decimal(p,s) within Spark's 38 digits and exact number text (string) beyond or when the
 declaration is impossible; DECIMAL without a precision (DTS and OMS leave it out) is decimal(38,18). FLOAT is
-float (FLOAT(p) with p > 24 is double), DOUBLE/REAL double. DATE is date; DATETIME/TIMESTAMP timestamp (text in
-UTC, or OMS's epoch seconds); TIME string (it may exceed 24 hours); YEAR int. CHAR/VARCHAR/TEXT types, JSON,
-ENUM and SET are string. BINARY/VARBINARY/BLOB types and the spatial types are binary, written per the
-source's `canal_binary_encoding`: 'latin1' (open-source Canal: one ISO-8859-1 character per byte) or 'base64'
-(OMS). BIT follows the same choice: Base64 bytes, or (open-source Canal) its value as a number -> decimal(20,0).
+float (FLOAT(p) with p > 24 is double), DOUBLE/REAL double. DATE is date; DATETIME timestamp_ntz (the wall
+clock as written); TIMESTAMP timestamp (text read as UTC, or OMS's epoch seconds); TIME string (it may exceed
+24 hours); YEAR int. CHAR/VARCHAR/TEXT types, JSON, ENUM and SET are string. BINARY/VARBINARY/BLOB types and
+the spatial types are binary, written per the source's `canal_binary_encoding`: 'latin1' (open-source Canal:
+one ISO-8859-1 character per byte) or 'base64' (OMS). BIT follows the same choice: Base64 bytes, or
+(open-source Canal) its value as a number -> decimal(20,0).
 Any other type is string.
 """
 
@@ -99,7 +100,8 @@ def _resolve_parsed(d: Column, binary_encoding: str) -> Column:
         .when(base.isin("float", "double", "real"), to("double", "double"))
         .when(base.isin("decimal", "numeric", "fixed", "dec"), decimal)
         .when(base == "date", to("date", "date"))
-        .when(base.isin("datetime", "timestamp"), to("timestamp", "timestamp"))
+        .when(base == "datetime", to("datetime", "timestamp_ntz"))
+        .when(base == "timestamp", to("timestamp", "timestamp"))
         .when(base.isin(*BINARY_TYPES), to("binary", "binary"))
         .when(base == "bit", bit)
         .otherwise(to(None, "string"))
@@ -119,5 +121,6 @@ def converters(binary_encoding: str) -> dict[str, Converter]:
         "number": ob_types.CONVERTERS["number"],
         "date": checked_date,
         "timestamp": ob_types.TIMESTAMP_CONVERTER,
+        "datetime": ob_types.DATETIME_CONVERTER,
         "binary": checked_base64 if binary_encoding == "base64" else _latin1_binary,
     }

@@ -21,19 +21,23 @@ How values are written follows the type mapping tables of seed 002 (MySQL and Or
         INTERVAL_* -> string (Delta has no interval type)
     BIT, BINARY, VARBINARY, BLOB types, RAW, BFILE, BYTES -> binary (sent as Base64)
     DATE -> date (YYYY-MM-DD)
-    DATETIME, TIMESTAMP, TIMESTAMP WITH [LOCAL] TIME ZONE, ZONED_DATETIME -> timestamp (below)
+    DATETIME -> timestamp_ntz (a wall clock without zone)
+    TIMESTAMP, TIMESTAMP WITH [LOCAL] TIME ZONE, ZONED_DATETIME -> timestamp (an instant, in UTC; below)
     TIME -> string (HH:mm:ss[.nnnnnnnnn], -838:59:59 to 838:59:59 in MySQL; Spark has no time type)
-    Oracle tenants (dbType containing ORACLE): DATE -> timestamp (an Oracle DATE has a time of day),
-        INTEGER -> decimal(38,0) (NUMBER(38)), FLOAT -> string (a NUMBER with binary precision)
+    Oracle tenants (dbType containing ORACLE): DATE and TIMESTAMP -> timestamp_ntz (an Oracle DATE has a
+        time of day, neither has a zone), INTEGER -> decimal(38,0) (NUMBER(38)), FLOAT -> string (a NUMBER
+        with binary precision)
     anything else -> string, the text as sent
 
-Timestamps arrive as text `YYYY-MM-DD HH:mm:ss[.nnnnnnnnn] [zoneId]` (DATETIME; a value without zone is
-taken as UTC, so its digits read back unchanged in a UTC session), as epoch seconds `sec[.nnnnnnnnn]`
-(TIMESTAMP of MySQL tenants), or, in the DataWorks 2.0 format description, as epoch milliseconds with a
-13-digit integer part and 9 fraction digits. Epoch numbers of 1e11 or more are milliseconds (as seconds
-they would lie after the year 5000; as milliseconds, smaller ones lie before March 1973). Canonical
-text keeps what Spark holds: microseconds, further digits truncated. Invalid values (OMS sends zero
-dates such as 0000-00-00 as they are) do not convert, so their message goes to quarantine.
+Date-times arrive as text `YYYY-MM-DD HH:mm:ss[.nnnnnnnnn] [zoneId]`: a timestamp_ntz column keeps the wall
+clock as written (a zone id, which DATETIME values normally lack, is ignored), a timestamp column reads the
+text in its zone (UTC without one). Timestamps also arrive as epoch seconds `sec[.nnnnnnnnn]` (TIMESTAMP of
+MySQL tenants), or, in the DataWorks 2.0 format description, as epoch milliseconds with a 13-digit integer
+part and 9 fraction digits; an epoch number in a timestamp_ntz column is its UTC wall clock. Epoch numbers of
+1e11 or more are milliseconds (as seconds they would lie after the year 5000; as milliseconds, smaller ones
+lie before March 1973). Canonical text keeps what Spark holds: microseconds, further digits truncated.
+Invalid values (OMS sends zero dates such as 0000-00-00 as they are) do not convert, so their message goes
+to quarantine.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from lakeloader.formats.common import (
     checked_decimal,
     epoch_micros,
     let,
+    spark_type_converters,
     timestamp_text,
 )
 
@@ -71,7 +76,6 @@ BINARY_TYPES = (
     "BYTES",
 )
 TIMESTAMP_TYPES = (
-    "DATETIME",
     "TIMESTAMP",
     "ZONED_DATETIME",
     "TIMESTAMP WITH TIME ZONE",
@@ -80,11 +84,20 @@ TIMESTAMP_TYPES = (
 
 
 def _timestamp(v: Column, _type: Column = None) -> Column:
-    """Canonical timestamp text from OMS datetime text (with an optional zone id) or epoch numbers."""
+    """Canonical timestamp text (UTC) from OMS datetime text (with an optional zone id) or epoch numbers."""
+    return _from_epoch_or_text(v, "timestamp")
+
+
+def _datetime(v: Column, _type: Column = None) -> Column:
+    """Canonical timestamp_ntz text (the wall clock) from OMS datetime text or epoch numbers."""
+    return _from_epoch_or_text(v, "timestamp_ntz")
+
+
+def _from_epoch_or_text(v: Column, text_type: str) -> Column:
     is_number = v.rlike(r"^-?[0-9]+(\.[0-9]*)?$")
     whole = F.abs(F.regexp_extract(v, r"^-?([0-9]+)", 1).try_cast("double"))
     micros = F.when(whole >= MILLIS_THRESHOLD, epoch_micros(v, 3)).otherwise(epoch_micros(v, 6))
-    return timestamp_text(F.when(is_number, F.timestamp_micros(micros)).otherwise(v.try_cast("timestamp")))
+    return timestamp_text(F.when(is_number, F.timestamp_micros(micros)).otherwise(v.try_cast(text_type)))
 
 
 def _number_text(v: Column, _type: Column = None) -> Column:
@@ -106,8 +119,11 @@ CONVERTERS: dict[str, Converter] = {
     "date": checked_date,
     "time": _time_text,
     "timestamp": _timestamp,
+    "datetime": _datetime,
 }
-TIMESTAMP_CONVERTER = _timestamp  # for Spark-typed (configured) timestamp columns of OMS formats
+TIMESTAMP_CONVERTER, DATETIME_CONVERTER = _timestamp, _datetime
+# columns of OMS formats typed by configuration (`column_types`)
+SPARK_TYPED_CONVERTERS = spark_type_converters(_timestamp, _datetime)
 
 
 def resolve(wire_type: Column, oracle_tenant: Column) -> Column:
@@ -140,7 +156,7 @@ def _resolve_parsed(declared: Column, oracle_tenant: Column) -> Column:
         .when(base.isin(*DECIMAL_TYPES), to("number", "string"))
         .when(oracle_tenant & (base == "INTEGER"), to("decimal", "decimal(38,0)"))
         .when(oracle_tenant & (base == "FLOAT"), to("number", "string"))
-        .when(oracle_tenant & (base == "DATE"), to("timestamp", "timestamp"))
+        .when(oracle_tenant & base.isin("DATE", "TIMESTAMP"), to("datetime", "timestamp_ntz"))
         .when(base.isin(*INTEGER_TYPES), to("bigint", "bigint"))
         .when(base == "BIGINT", to("decimal", "decimal(20,0)"))
         .when(base.isin("FLOAT", "BINARY_FLOAT"), to("float", "float"))
@@ -149,6 +165,7 @@ def _resolve_parsed(declared: Column, oracle_tenant: Column) -> Column:
         .when(base.isin(*BINARY_TYPES), to("binary", "binary"))
         .when(base == "DATE", to("date", "date"))
         .when(base == "TIME", to("time", "string"))
+        .when(base == "DATETIME", to("datetime", "timestamp_ntz"))
         .when(base.isin(*TIMESTAMP_TYPES), to("timestamp", "timestamp"))
         .otherwise(F.struct(F.lit(None).cast("string").alias("conv"), F.lit("string").alias("type")))
     )

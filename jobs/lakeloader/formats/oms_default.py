@@ -50,7 +50,6 @@ from lakeloader.formats.common import (
     image_names,
     integer_text,
     parse_json,
-    spark_type_converters,
     spark_typed,
     with_canonical_images,
 )
@@ -96,7 +95,7 @@ the columns `db`, `table`, `db_type` and `sent_before`/`sent_after` (the images 
 
 def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine."""
-    converters = spark_type_converters(timestamp=ob_types.TIMESTAMP_CONVERTER)
+    converters = ob_types.SPARK_TYPED_CONVERTERS
 
     def declaration(names: Column) -> tuple[Column, dict[str, Converter]]:
         types = configured_types(source.column_types, F.col("db"), F.col("table"))

@@ -40,7 +40,6 @@ from lakeloader.formats.common import (
     overlay,
     parse_json,
     qualified,
-    spark_type_converters,
     spark_typed,
     with_canonical_images,
 )
@@ -107,7 +106,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     names = image_names(F.col("raw_after"), F.col("raw_before"))
     types = configured_types(source.column_types, F.col("db"), F.col("table"))
     frame = frame.withColumn("typed", F.when(F.col("kind") == C.DATA, declare_names(names, types, spark_typed)))
-    frame = with_canonical_images(frame, spark_type_converters(timestamp=ob_types.TIMESTAMP_CONVERTER))
+    frame = with_canonical_images(frame, ob_types.SPARK_TYPED_CONVERTERS)
     bad_seq = F.col("raw_seq2").isNotNull() & F.col("seq2").isNull()
     no_data = (F.col("kind") == C.DATA) & (F.col("data_size") == 0)
     return finish(

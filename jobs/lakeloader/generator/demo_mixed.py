@@ -1,6 +1,6 @@
-"""The demo's second source, `hub`: one topic export carrying five wire formats (Canal JSON, SharePlex JSON,
-Debezium JSON, OMS Default, DataWorks 2.0), one table per format, loaded with `format: auto`; and the state
-its tables must end in.
+"""The demo's second source, `hub`: five wire formats (Canal JSON, SharePlex JSON, Debezium JSON, OMS Default,
+DataWorks 2.0), one topic and table per format, exported as `kcat -J` envelopes (export_layout kcat) and loaded
+with `format: auto`; and the state its tables must end in.
 
     python -m lakeloader.generator.demo_mixed --out var/demo/exports/hub --expected var/demo/expected-hub.json
 """
@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from lakeloader import zones
-from lakeloader.generator import wire
+from lakeloader.generator import layouts, wire
 
 FORMATS = ("canal_json", "shareplex_json", "debezium_json", "oms_default", "dataworks_v2")
 
@@ -31,11 +31,14 @@ def write_mixed_export(out: Path, first_hour: datetime, hours: int, changes_per_
         table = table_of(fmt)
         stream, rows = wire.keyed_stream(table, changes_per_table)
         lines = [line for change in stream for line in wire.WRITERS[fmt](change)]
-        per_hour = -(-len(lines) // hours)
+        messages = [layouts.Positioned(fmt, 0, offset, line) for offset, line in enumerate(lines)]
+        per_hour = -(-len(messages) // hours)
         for index, hour in enumerate(zones.hour_range(first_hour, first_hour + timedelta(hours=hours - 1))):
             path = out / fmt / f"part-{hour:%Y%m%d%H}.json"
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("\n".join(lines[index * per_hour : (index + 1) * per_hour]) + "\n")
+            path.write_bytes(
+                layouts.kcat_file(messages[index * per_hour : (index + 1) * per_hour], base64_payload=False)
+            )
             modified = (hour + timedelta(minutes=59)).timestamp()
             os.utime(path, (modified, modified))
         expected[table.qualified] = sorted(rows.values(), key=lambda r: r["id"])
