@@ -54,8 +54,8 @@ def read_messages(spark: SparkSession, paths: list[str], source: SourceConfig, b
     if source.export_layout == CONCATENATED:
         messages = concatenated_messages(lines)
     elif source.export_layout == KCAT:
-        base64_payload = binary_format or source.payload_encoding == "base64"
-        messages = kcat_messages(lines, base64_payload=base64_payload, keep_base64=binary_format)
+        # a binary format's payload stays the Base64 text its parser decodes
+        messages = kcat_messages(lines, decode_base64=source.payload_encoding == "base64" and not binary_format)
     else:
         messages = unframed(lines)
     prefixed = [p for p in paths if p.endswith(LENGTH_PREFIXED_SUFFIX)]
@@ -95,11 +95,12 @@ def concatenated_messages(lines: DataFrame) -> DataFrame:
     return unframed(grouped)
 
 
-def kcat_messages(lines: DataFrame, base64_payload: bool, keep_base64: bool) -> DataFrame:
-    """Envelope lines -> their payloads with topic, partition and offset (module docstring). `keep_base64`:
-    the message is the Base64 text itself (binary formats decode it), otherwise a Base64 payload is decoded
-    to UTF-8 text."""
-    envelope = F.from_json("text", C.IMAGE_TYPE)  # every value as text: a payload string arrives unescaped
+def kcat_messages(lines: DataFrame, decode_base64: bool) -> DataFrame:
+    """Envelope lines -> their payloads with topic, partition and offset (module docstring); `decode_base64`:
+    the payload is the Base64 of UTF-8 text."""
+    # every value as text (a payload string arrives unescaped), parsed once into a column of its own
+    lines = lines.withColumn("_envelope", F.from_json("text", C.IMAGE_TYPE))
+    envelope = F.col("_envelope")
     payload = envelope["payload"]
     partition, offset = envelope["partition"].try_cast("int"), envelope["offset"].try_cast("bigint")
     decoded = F.try_to_binary(payload, F.lit("base64"))
@@ -109,12 +110,12 @@ def kcat_messages(lines: DataFrame, base64_payload: bool, keep_base64: bool) -> 
         .when(partition.isNull() | offset.isNull(), F.lit(NO_POSITION))
     )
     text = payload
-    if base64_payload and not keep_base64:
+    if decode_base64:
         error = error.when(payload.isNotNull() & decoded.isNull(), F.lit(PAYLOAD_NOT_BASE64))
         error = error.when(payload.isNotNull() & ~utf8(decoded), F.lit(PAYLOAD_NOT_UTF8))
         text = F.decode(decoded, "UTF-8")
     tombstone = error.isNull() & payload.isNull()
-    unwrapped = lines.select(
+    return lines.select(
         "source",
         "batch_hour",
         "origin_file",
@@ -126,7 +127,6 @@ def kcat_messages(lines: DataFrame, base64_payload: bool, keep_base64: bool) -> 
         error.alias(UNWRAP_ERROR),
         tombstone.alias(TOMBSTONE),
     )
-    return unwrapped
 
 
 def utf8(data: Column) -> Column:
