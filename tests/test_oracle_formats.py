@@ -1,17 +1,21 @@
 """The oracle in every wire format: one random change stream over a keyed table and a table without a key
 (inserts, updates in place and to a new key, deletes, truncates where the format can send DDL) applied to a
 model in true order, written in each format, shuffled over three hours' files with re-deliveries where the
-format's ordering key allows it, loaded in a random hour order and rerun: silver equals the model."""
+format's ordering key allows it, loaded in a random hour order and rerun: silver equals the model. A second
+stream over a table of every column kind (wire.TYPED) must load to exactly the model's Python values, with
+the Arrow types each format's type declarations (or its configured `column_types`) give."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
-from datetime import timedelta
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from format_support import run, silver_rows, source_for, write_export, write_export_file
+from format_support import run, silver_rows, silver_schema, source_for, write_export, write_export_file
 
 from lakeloader import zones
 from lakeloader.config import SourceConfig
@@ -86,6 +90,146 @@ def test_a_random_stream_in_each_format_loads_to_the_model(spark, tmp_path, fmt)
     # DebeziumSmt messages carry no ordering key, so two identical ones in an hour count once (docs/semantics.md)
     tables = (wire.ITEMS,) if fmt in wire.ORDERED_BY_EXPORT_POSITION else (wire.ITEMS, wire.EVENTS)
     changes, model = stream(rng, tables, truncates=fmt not in wire.WITHOUT_DDL)
+    source = source_for(fmt, tmp_path, **wire.settings(fmt, tables))
+    order = export_shuffled(rng, fmt, source, changes, tables)
+
+    run(spark, source, [*order, *order])
+
+    assert_equal_to_model(source, tables, model)
+
+
+# Every column kind in every format, compared as exact Python values and Arrow types. What a format carries
+# decides the loaded type: DataWorks JSON has six types (decimals are DOUBLE, every date-time a DATE of epoch
+# milliseconds, i.e. a UTC timestamp); OMS names INT a Long (bigint); DTS Avro widens integers because
+# signedness is not sent; DebeziumFlatten declares nothing, so every column is the text it was sent as;
+# DataHub TUPLE, OMS Default, SharePlex and DebeziumSmt are typed by `column_types` (wire.SPARK_TYPES).
+INSTANT = "timestamp[us, tz=UTC]"
+LOADED = {
+    "id": "int64",
+    "small": "int32",
+    "price": "decimal128(10, 2)",
+    "wide": "string",
+    "ratio": "double",
+    "day": "date32[day]",
+    "wall": "timestamp[us]",
+    "instant": INSTANT,
+    "raw": "binary",
+    "label": "string",
+}
+OMS_LOADED = LOADED | {"small": "int64"}
+LOADED_TYPES = dict.fromkeys(wire.WRITERS, LOADED) | {
+    "dataworks_json": LOADED | {"small": "int64", "price": "double", "wide": "double", "day": INSTANT, "wall": INSTANT},
+    "dataworks_v2": OMS_LOADED,
+    "oms_default_extend_column_type": OMS_LOADED,
+    "dts_avro": LOADED | {"id": "decimal128(20, 0)", "small": "int64"},
+    "debezium_flatten": dict.fromkeys(LOADED, "string"),
+}
+# formats whose date-times carry milliseconds: DataWorks DATE, DTS Avro's Timestamp and DateTime `millis`, and
+# (DebeziumSmt) OMS's Debezium DATETIME, epoch milliseconds
+MILLISECOND_CLOCKS = ("dataworks_json", "dts_avro", "debezium_smt")
+LABELS = ("café ☕", "", "plain", 'quote " and \\ backslash', "𝄞 beyond the BMP", "中文")
+
+
+@pytest.mark.parametrize("fmt", sorted(wire.WRITERS))
+def test_every_column_type_in_each_format_loads_to_the_model_exactly(spark, tmp_path, fmt):
+    rng = random.Random(f"typed-{fmt}")
+    changes, rows = typed_stream(rng, 40, millis=fmt in MILLISECOND_CLOCKS)
+    source = source_for(fmt, tmp_path, **wire.settings(fmt, (wire.TYPED,)))
+    order = export_shuffled(rng, fmt, source, changes, (wire.TYPED,))
+
+    run(spark, source, [*order, *order])
+
+    assert silver_schema(source, wire.DB, wire.TYPED.name) == LOADED_TYPES[fmt]
+    expected = [loaded(fmt, row) for row in rows.values()]
+    assert _by_key(silver_rows(source, wire.DB, wire.TYPED.name)) == _by_key(expected)
+
+
+def typed_stream(rng: random.Random, n: int, millis: bool) -> tuple[list[wire.Change], dict[int, dict]]:
+    """n changes to the typed table (inserts, updates of some columns and of the key, deletes) and the rows
+    they leave; values are drawn anew for every change."""
+    rows: dict[int, dict] = {}
+    changes = []
+    for seq in range(1, n + 1):
+        key = rng.randrange(8)
+        if key not in rows:
+            rows[key] = _typed_row(rng, key, millis)
+            changes.append(wire.Change(wire.TYPED, wire.INSERT, seq, None, rows[key]))
+        elif rng.random() < 0.25:
+            changes.append(wire.Change(wire.TYPED, wire.DELETE, seq, rows.pop(key), None))
+        else:
+            before = rows.pop(key)
+            new_key = key if rng.random() < 0.8 or (moved := rng.randrange(8, 12)) in rows else moved
+            drawn = _typed_row(rng, new_key, millis)
+            after = {name: drawn[name] if rng.random() < 0.5 else value for name, value in before.items()}
+            rows[new_key] = after | {"id": new_key}
+            changes.append(wire.Change(wire.TYPED, wire.UPDATE, seq, before, rows[new_key]))
+    return changes, rows
+
+
+def _typed_row(rng: random.Random, key: int, millis: bool) -> dict:
+    """A row of random values (a tenth of them NULL): clocks in whole milliseconds when `millis`, between 1901
+    and 2099 but away from 1970, where OMS formats tell epoch seconds from milliseconds by magnitude."""
+
+    def moment() -> datetime:
+        start = rng.choice((datetime(1901, 1, 1), datetime(1975, 1, 1)))
+        micros = rng.randrange(60 * 365 * 86_400 * 10**6)
+        return start + timedelta(microseconds=micros - micros % 1000 if millis else micros)
+
+    values = {
+        "small": rng.randrange(-(2**31), 2**31),
+        "price": wire.EXACT.scaleb(Decimal(rng.randrange(-(10**10) + 1, 10**10)), -2),
+        "wide": wire.EXACT.scaleb(Decimal(rng.randrange(-(10**50) + 1, 10**50)), -10),
+        "ratio": rng.uniform(-1e9, 1e9),
+        "day": moment().date(),
+        "wall": moment(),
+        "instant": moment().replace(tzinfo=UTC),
+        "raw": rng.randbytes(rng.randrange(9)),
+        "label": rng.choice(LABELS),
+    }
+    return {"id": key} | {name: None if rng.random() < 0.1 else value for name, value in values.items()}
+
+
+def loaded(fmt: str, row: dict) -> dict:
+    """The row as silver holds it in format `fmt`: each value as the Python value of its loaded Arrow type."""
+    if fmt == "debezium_flatten":  # no types: the JSON text of what was sent
+        sent = wire.DEBEZIUM.image(wire.TYPED, row)
+        return {k: v if v is None or isinstance(v, str) else json.dumps(v) for k, v in sent.items()}
+    return {name: _as_loaded(value, LOADED_TYPES[fmt][name]) for name, value in row.items()}
+
+
+def _as_loaded(value: object, arrow_type: str) -> object:
+    if value is None:
+        return None
+    if arrow_type in ("int32", "int64"):
+        return int(value)
+    if arrow_type.startswith("decimal128"):
+        return Decimal(value)
+    if arrow_type == "double":
+        return float(value)
+    if arrow_type == "string" and isinstance(value, Decimal):
+        return wire.plain_number(value)  # exact text
+    if arrow_type == INSTANT:
+        return _instant(value)
+    return value
+
+
+def _instant(value: date) -> datetime:
+    """An instant in UTC; a date is its midnight, a wall clock read as UTC."""
+    if not isinstance(value, datetime):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _by_key(rows: list[dict]) -> dict:
+    return {row["id"]: row for row in rows}
+
+
+def export_shuffled(
+    rng: random.Random, fmt: str, source: SourceConfig, changes: list[wire.Change], tables: tuple[wire.Table, ...]
+) -> list:
+    """Writes the changes' messages in format `fmt` as three hours' export files, each table its own topic:
+    shuffled with re-deliveries, or in order for a format without an ordering key. Returns the hours in the
+    order to load them (later hours last where the export position orders)."""
     messages = [(change.table, line) for change in changes for line in wire.WRITERS[fmt](change)]
     if fmt in wire.ORDERED_BY_EXPORT_POSITION:
         third = len(messages) // 3
@@ -96,16 +240,12 @@ def test_a_random_stream_in_each_format_loads_to_the_model(spark, tmp_path, fmt)
         rng.shuffle(messages)
         by_hour = {hour: messages[i::3] for i, hour in enumerate(HOURS)}
         order = rng.sample(HOURS, 3)
-    source = source_for(fmt, tmp_path, **wire.settings(fmt, tables))
     for hour, hour_messages in by_hour.items():
         for table in tables:
             lines = [line for t, line in hour_messages if t == table]
             if lines:
                 write_export(source, f"{table.name}-topic/part-{hour:%H}.json", lines, hour)
-
-    run(spark, source, [*order, *order])
-
-    assert_equal_to_model(source, tables, model)
+    return order
 
 
 # (format, layout): kcat envelopes with text and Base64 payloads (the binary format's always Base64),

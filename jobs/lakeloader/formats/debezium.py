@@ -175,7 +175,7 @@ def _decimal(v: Column, spark_type: Column) -> Column:
     """A decimal as a JSON number, or as JsonConverter's Base64 of the unscaled two's-complement bytes."""
     scale = F.coalesce(F.regexp_extract(spark_type, r",([0-9]+)\)$", 1).try_cast("int"), F.lit(0))
     numeric = v.rlike(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$")
-    return checked_decimal(F.when(numeric, v).otherwise(_unscaled_base64(v, scale)), spark_type)
+    return let(F.when(numeric, v).otherwise(_unscaled_base64(v, scale)), lambda n: checked_decimal(n, spark_type))
 
 
 def _unscaled_base64(encoded: Column, scale: Column) -> Column:
@@ -188,20 +188,48 @@ def _unscaled_base64(encoded: Column, scale: Column) -> Column:
             value = F.conv(F.substring(hex_digits, i, 1), 16, 10).cast("decimal(38,0)")
             return F.when(negative, 15 - value).otherwise(value)  # a negative number: its complement, plus 1
 
+        zero = F.struct(F.lit(0).cast(_LIMB_TYPE).alias("high"), F.lit(0).cast(_LIMB_TYPE).alias("low"))
         magnitude = F.aggregate(
-            F.sequence(F.lit(1), F.length(hex_digits)),
-            F.lit(0).cast("decimal(38,0)"),
-            lambda acc, i: F.try_add(F.try_multiply(acc, F.lit(16)), digit(i)).cast("decimal(38,0)"),
+            F.sequence(F.lit(1), F.length(hex_digits)), zero, lambda acc, i: _limbs(acc, 16, digit(i))
         )
-        unsigned = F.when(negative, F.try_add(magnitude, F.lit(1))).otherwise(magnitude).cast("string")
-        digits = F.lpad(unsigned, F.greatest(F.length(unsigned), scale + 1), "0")  # lpad alone would truncate
-        point = F.length(digits) - scale
-        text = F.when(
-            scale > 0, F.concat(F.substring(digits, 1, point), F.lit("."), F.substring(digits, point + 1, 99))
-        )
-        return F.concat(F.when(negative, F.lit("-")).otherwise(F.lit("")), F.coalesce(text, digits))
+        unsigned = let(magnitude, lambda m: _limbs_text(F.when(negative, _limbs(m, 1, F.lit(1))).otherwise(m)))
+        return let(unsigned, lambda u: _signed_text(u, scale, negative))
 
     return let(F.hex(F.try_to_binary(encoded, F.lit("base64"))), lambda h: F.when(F.length(h) > 0, from_hex(h)))
+
+
+def _signed_text(unsigned: Column, scale: Column, negative: Column) -> Column:
+    """Plain number text from the digits of the unscaled magnitude, its scale and its sign."""
+    digits = F.lpad(unsigned, F.greatest(F.length(unsigned), scale + 1), "0")  # lpad alone would truncate
+    point = F.length(digits) - scale
+    text = F.when(scale > 0, F.concat(F.substring(digits, 1, point), F.lit("."), F.substring(digits, point + 1, 99)))
+    return F.concat(F.when(negative, F.lit("-")).otherwise(F.lit("")), F.coalesce(text, digits))
+
+
+_LIMB_DIGITS, _LIMB_TYPE = 30, "decimal(38,0)"
+
+
+def _limbs(number: Column, times: int, plus: Column) -> Column:
+    """number * times + plus for a number held as struct(high, low) = high * 10^30 + low, so that decimals of
+    up to 68 digits (MySQL allows 65) convert exactly; NULL when it overflows."""
+    limb = F.lit("1" + "0" * _LIMB_DIGITS).cast(_LIMB_TYPE)
+
+    def carried(low: Column) -> Column:
+        rest = low % limb
+        high = F.try_add(F.try_multiply(number["high"], F.lit(times)), ((low - rest) / limb).cast(_LIMB_TYPE))
+        return F.struct(high.cast(_LIMB_TYPE).alias("high"), rest.cast(_LIMB_TYPE).alias("low"))
+
+    return let(F.try_add(F.try_multiply(number["low"], F.lit(times)), plus), carried)
+
+
+def _limbs_text(number: Column) -> Column:
+    """The plain digits of struct(high, low) (NULL when it overflowed)."""
+
+    def text(n: Column) -> Column:
+        high, low = n["high"], n["low"].cast("string")
+        return F.when(high > 0, F.concat(high.cast("string"), F.lpad(low, _LIMB_DIGITS, "0"))).when(high == 0, low)
+
+    return let(number, text)
 
 
 CONVERTERS: dict[str, Converter] = {
@@ -268,6 +296,7 @@ def parse_event(
     )
     typed = F.when(F.col("kind") == C.DATA, F.coalesce(F.when(F.size("row_fields") > 0, declared), undeclared))
     frame = with_canonical_images(frame.withColumn("typed", typed), CONVERTERS)
+    frame = frame.withColumn("typed", F.transform("typed", _beyond_spark_as_string))
     wire = WireFields(
         op=f"{prefix}op",
         db=f"{prefix}source.db",
@@ -292,6 +321,13 @@ def _row_fields(schema: Column) -> Column:
     return F.coalesce(struct_fields("after"), struct_fields("before"))
 
 
+def _beyond_spark_as_string(column: Column) -> Column:
+    """A Decimal of more than 38 digits (checked against its declared decimal(p,s)) loads as its exact text."""
+    precision = F.regexp_extract(column["type"], r"^decimal\((\d+),", 1).try_cast("int")
+    relabelled = F.struct(column["name"].alias("name"), column["conv"].alias("conv"), F.lit("string").alias("type"))
+    return F.when(precision > 38, relabelled).otherwise(column)
+
+
 def _resolve_nothing(_wire_type: Column) -> Column:
     return F.struct(F.lit(None).cast("string").alias("conv"), F.lit("string").alias("type"))
 
@@ -301,8 +337,9 @@ def _resolve(field: Column) -> Column:
     logical, plain, parameters = field["name"], field["type"], field["parameters"]
     precision = F.coalesce(parameters["connect.decimal.precision"].try_cast("int"), F.lit(38))
     scale = F.coalesce(parameters["scale"].try_cast("int"), F.lit(0))
+    # beyond 38 digits too: the converter checks the value against it, then `_beyond_spark_as_string` relabels it
     decimal_type = F.when(
-        precision.between(1, 38) & scale.between(0, precision), F.format_string("decimal(%d,%d)", precision, scale)
+        (precision >= 1) & scale.between(0, precision), F.format_string("decimal(%d,%d)", precision, scale)
     )
 
     def to(conv: str | Column, spark_type: str | Column) -> Column:

@@ -11,7 +11,9 @@ declares a type or a key, or orders it:
 - the table comes from the configuration: `topic_tables` maps a topic to 'db.table'; a message's topic is
   its envelope's `topic` (export_layout kcat), else the first directory of its file's path in the export
   (`orders/part-0001.json` -> topic `orders`);
-- columns are strings unless the source's `column_types` configures them;
+- columns are strings unless the source's `column_types` configures them, and values are read as OMS's
+  Debezium serializer writes them (seed 002): a date as 'YYYY-MM-DD' or days since 1970, bytes in Base16,
+  a DATETIME as epoch milliseconds, other types as for OMS (lakeloader.formats.ob_types);
 - tables need `primary_keys`: without a key a table is a multiset of rows (lakeloader.multiset), and an
   upsert adds a row instead of replacing one
   (a message lacking a configured key column is quarantined);
@@ -31,10 +33,12 @@ from pyspark.sql import functions as F
 
 from lakeloader import canonical as C
 from lakeloader.config import SourceConfig
-from lakeloader.formats import ob_types
+from lakeloader.formats import debezium, ob_types
 from lakeloader.formats.common import (
+    Converter,
     OpTable,
     WireFields,
+    checked_date,
     configured_map,
     configured_types,
     declare_names,
@@ -57,6 +61,10 @@ WIRE = WireFields(
     op_label=DELETED,
 )
 TOPIC = r"^([^/]+)/"
+CONVERTERS: dict[str, Converter] = ob_types.SPARK_TYPED_CONVERTERS | {
+    "date": lambda v, t: F.coalesce(checked_date(v), debezium.CONVERTERS["epoch_days"](v, t)),
+    "binary": debezium.CONVERTERS["hex"],
+}
 
 
 def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
@@ -91,7 +99,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     names = image_names(F.col("raw_after"), F.col("raw_before"))
     types = configured_types(source.column_types, F.col("db"), F.col("table"))
     frame = frame.withColumn("typed", F.when(F.col("kind") == C.DATA, declare_names(names, types, spark_typed)))
-    frame = with_canonical_images(frame, ob_types.SPARK_TYPED_CONVERTERS)
+    frame = with_canonical_images(frame, CONVERTERS)
     return finish(
         frame,
         WIRE,

@@ -1,10 +1,17 @@
 """One change stream, written in every wire format: the messages a source would publish for each change.
 
-The oracle tests generate a stream of row changes (`Change`) for one table, apply it to an in-memory model,
+The oracle tests generate a stream of row changes (`Change`) for a table, apply it to an in-memory model,
 and load the messages of each format: every format must give the model's table. A change's `seq` becomes
 the format's own ordering key (sequence id, event time, SCN, `es`, `ts_ms`, ...), so any shuffle of the
 messages across files and hours must give the same table; DebeziumSmt messages carry no order and must be
 exported in order.
+
+Rows hold Python values (int, Decimal, float, date, naive datetime for a wall clock, UTC datetime for an
+instant, bytes, str). Each column has a *kind* (BIGINT ... TEXT); each format declares a kind with its own
+type name and encodes its values as its specification says (`Dialect`): e.g. a DATE is 'YYYY-MM-DD' text in
+OMS formats, epoch days in Debezium, epoch milliseconds of a DataWorks DATE; bytes are Base64, ISO-8859-1
+text (open-source Canal) or Base16 (OMS's DebeziumSmt). What a format cannot express it sends as the nearest
+kind it has (DataWorks JSON: decimals as DOUBLE, dates and wall clocks as DATE epoch milliseconds).
 """
 
 from __future__ import annotations
@@ -12,9 +19,11 @@ from __future__ import annotations
 import base64
 import io
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from decimal import Context, Decimal
 
 import fastavro
 
@@ -25,17 +34,49 @@ Row = dict[str, object]
 DB = "shop"
 BASE = datetime(2026, 11, 21, 5, tzinfo=UTC)
 INSERT, UPDATE, DELETE, TRUNCATE = "insert", "update", "delete", "truncate"
-COLUMNS = (("id", "LONG"), ("name", "STRING"), ("qty", "LONG"))  # DataWorks names; each format spells its own
+
+# Column kinds (what a column holds), named after the Spark type a configured source gives them (SPARK_TYPES).
+BIGINT, INT, DECIMAL, WIDE_DECIMAL, DOUBLE = "bigint", "int", "decimal(10,2)", "decimal(50,10)", "double"
+DATE, DATETIME, TIMESTAMP, BYTES, TEXT = "date", "datetime", "timestamp", "bytes", "text"
+Columns = tuple[tuple[str, str], ...]
+PLAIN_COLUMNS: Columns = (("id", BIGINT), ("name", TEXT), ("qty", BIGINT))
+TYPED_COLUMNS: Columns = (
+    ("id", BIGINT),
+    ("small", INT),  # 32-bit
+    ("price", DECIMAL),
+    ("wide", WIDE_DECIMAL),  # beyond Spark's 38 digits: exact text
+    ("ratio", DOUBLE),
+    ("day", DATE),
+    ("wall", DATETIME),  # a wall clock without zone (naive datetime)
+    ("instant", TIMESTAMP),  # a point in time (UTC datetime)
+    ("raw", BYTES),
+    ("label", TEXT),
+)
+SPARK_TYPES = {
+    BIGINT: "bigint",
+    INT: "int",
+    DECIMAL: "decimal(10,2)",
+    WIDE_DECIMAL: "string",
+    DOUBLE: "double",
+    DATE: "date",
+    DATETIME: "timestamp_ntz",
+    TIMESTAMP: "timestamp",
+    BYTES: "binary",
+    TEXT: "string",
+}
+"""The Spark type `column_types` gives each kind, for the formats whose messages carry no types."""
 
 
 @dataclass(frozen=True)
 class Table:
     name: str
     key: tuple[str, ...]  # empty: the table has no primary key (a multiset of rows)
+    columns: Columns = PLAIN_COLUMNS
 
     @property
     def spec(self) -> dw.TableSpec:
-        return dw.TableSpec(DB, self.name, COLUMNS, self.key or None)
+        columns = tuple((name, DATAWORKS.types[kind]) for name, kind in self.columns)
+        return dw.TableSpec(DB, self.name, columns, self.key or None)
 
     @property
     def qualified(self) -> str:
@@ -44,6 +85,7 @@ class Table:
 
 ITEMS = Table("items", ("id",))
 EVENTS = Table("events", ())
+TYPED = Table("typed", ("id",), TYPED_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -87,39 +129,218 @@ def keyed_stream(table: Table, n: int) -> tuple[list[Change], dict[object, Row]]
     return stream, rows
 
 
-def _text(row: Row | None) -> dict[str, str] | None:
-    return None if row is None else {k: None if v is None else str(v) for k, v in row.items()}
+# --------------------------------------------------------------------------------------------------------------
+# Value encodings shared by the formats
+# --------------------------------------------------------------------------------------------------------------
+
+EPOCH = datetime(1970, 1, 1)
+EXACT = Context(prec=100)
+"""Decimal arithmetic without rounding (the default context keeps 28 digits)."""
+Encoder = Callable[[object], object]
+
+
+def epoch_micros(moment: datetime) -> int:
+    """Microseconds since 1970 of an instant, or of a wall clock read as UTC."""
+    naive = moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+    return (naive - EPOCH) // timedelta(microseconds=1)
+
+
+def epoch_millis(moment: datetime) -> int:
+    return epoch_micros(moment) // 1000
+
+
+def epoch_days(day: date) -> int:
+    return (day - EPOCH.date()).days
+
+
+def midnight_millis(day: date) -> int:
+    return epoch_millis(datetime(day.year, day.month, day.day))
+
+
+def plain_number(value: Decimal) -> str:
+    return format(value, "f")
+
+
+def wall_text(moment: datetime, separator: str = " ") -> str:
+    """'YYYY-MM-DD HH:MM:SS.ffffff' of a wall clock, or of an instant in UTC."""
+    utc = moment.astimezone(UTC) if moment.tzinfo else moment
+    return utc.strftime(f"%Y-%m-%d{separator}%H:%M:%S.%f")
+
+
+def oms_clock(moment: datetime) -> str:
+    """OMS DATETIME text: 'YYYY-MM-DD HH:mm:ss[.nnnnnnnnn]', trailing zeros of the fraction not displayed."""
+    return wall_text(moment).rstrip("0").rstrip(".")
+
+
+def oms_epoch_seconds(moment: datetime) -> str:
+    """OMS TIMESTAMP text: '[seconds][.nnnnnnnnn]' since 1970, trailing zeros not displayed."""
+    micros = epoch_micros(moment)
+    sign, magnitude = "-" if micros < 0 else "", abs(micros)
+    return f"{sign}{magnitude // 10**6}.{magnitude % 10**6:06d}".rstrip("0").rstrip(".")
+
+
+def iso_utc(moment: datetime) -> str:
+    """'YYYY-MM-DDTHH:mm:ss.ffffffZ' (Debezium ZonedTimestamp, OMS Debezium TIMESTAMP)."""
+    return wall_text(moment, "T") + "Z"
+
+
+def base64_text(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def unscaled_base64(scale: int) -> Encoder:
+    """Kafka Connect's Decimal in JsonConverter: Base64 of the unscaled value's big-endian two's complement."""
+
+    def encode(value: Decimal) -> str:
+        unscaled = int(EXACT.scaleb(value, scale))
+        return base64_text(unscaled.to_bytes(unscaled.bit_length() // 8 + 1, "big", signed=True))
+
+    return encode
+
+
+def text_of(value: object) -> str:
+    """A value as MySQL-style text (open-source Canal sends every value so)."""
+    if isinstance(value, Decimal):
+        return plain_number(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, datetime):
+        return wall_text(value)
+    if isinstance(value, bytes):
+        return value.decode("latin-1")  # Canal: one ISO-8859-1 character per byte
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How a format declares each column kind (`types`) and writes its values (`values`; a kind without an
+    encoder is sent as the Python value: JSON numbers and strings, a Decimal as an exact JSON number)."""
+
+    types: Mapping[str, object]
+    values: Mapping[str, Encoder] = field(default_factory=dict)
+
+    def image(self, table: Table, row: Row | None) -> Row | None:
+        if row is None:
+            return None
+        encode = {name: self.values.get(kind) for name, kind in table.columns}
+        return {k: v if v is None or encode[k] is None else encode[k](v) for k, v in row.items()}
+
+
+_EXACT = "\u0000exact:"
+
+
+def dumps(message: object) -> str:
+    """JSON text in which a Decimal is a number with exactly its digits (json itself writes only floats)."""
+    return re.sub(r'"\\u0000exact:([-0-9.]+)"', r"\1", json.dumps(message, default=_exact_number))
+
+
+def _exact_number(value: object) -> str:
+    if isinstance(value, Decimal):
+        return _EXACT + plain_number(value)
+    raise TypeError(f"not JSON serializable: {value!r}")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The formats' dialects
+# --------------------------------------------------------------------------------------------------------------
+
+DATAWORKS = Dialect(  # six types (seed 000): decimals are DOUBLE, every date-time a DATE of epoch milliseconds
+    types={BIGINT: "LONG", INT: "LONG", DECIMAL: "DOUBLE", WIDE_DECIMAL: "DOUBLE", DOUBLE: "DOUBLE"}
+    | {DATE: "DATE", DATETIME: "DATE", TIMESTAMP: "DATE", BYTES: "BYTES", TEXT: "STRING"},
+    values={DECIMAL: float, WIDE_DECIMAL: float, DATE: midnight_millis, DATETIME: epoch_millis}
+    | {TIMESTAMP: epoch_millis, BYTES: base64_text},
+)
+OMS = Dialect(  # OMS type names and its MySQL-tenant value formats (seed 002), for every OMS format but Debezium
+    types={BIGINT: "INT64", INT: "INT", DECIMAL: "DECIMAL(10,2)", WIDE_DECIMAL: "DECIMAL(50,10)", DOUBLE: "DOUBLE"}
+    | {DATE: "DATE", DATETIME: "DATETIME", TIMESTAMP: "TIMESTAMP", BYTES: "BLOB", TEXT: "VARCHAR(64)"},
+    values={DATE: date.isoformat, DATETIME: oms_clock, TIMESTAMP: oms_epoch_seconds, BYTES: base64_text},
+)
+CANAL = Dialect(  # mysqlType declarations, every value as text
+    types={BIGINT: "bigint", INT: "int", DECIMAL: "decimal(10,2)", WIDE_DECIMAL: "decimal(50,10)", DOUBLE: "double"}
+    | {DATE: "date", DATETIME: "datetime(6)", TIMESTAMP: "timestamp(6)", BYTES: "blob", TEXT: "varchar(20)"},
+    values=dict.fromkeys(SPARK_TYPES, text_of),
+)
+
+
+def _connect(kind: str, logical: str | None = None, **parameters: str) -> dict:
+    """A Kafka Connect field schema (without its name)."""
+    schema: dict = {"type": kind, "optional": True}
+    if logical:
+        schema["name"] = logical
+    if parameters:
+        schema["parameters"] = parameters
+    return schema
+
+
+_DECIMAL_LOGICAL = "org.apache.kafka.connect.data.Decimal"
+DEBEZIUM = Dialect(  # Debezium's MySQL connector through JsonConverter: logical types in the schema envelope
+    types={
+        BIGINT: _connect("int64"),
+        INT: _connect("int32"),
+        DECIMAL: _connect("bytes", _DECIMAL_LOGICAL, scale="2", **{"connect.decimal.precision": "10"}),
+        WIDE_DECIMAL: _connect("bytes", _DECIMAL_LOGICAL, scale="10", **{"connect.decimal.precision": "50"}),
+        DOUBLE: _connect("double"),
+        DATE: _connect("int32", "io.debezium.time.Date"),
+        DATETIME: _connect("int64", "io.debezium.time.MicroTimestamp"),
+        TIMESTAMP: _connect("string", "io.debezium.time.ZonedTimestamp"),
+        BYTES: _connect("bytes"),
+        TEXT: _connect("string"),
+    },
+    values={DECIMAL: unscaled_base64(2), WIDE_DECIMAL: unscaled_base64(10), DATE: epoch_days}
+    | {DATETIME: epoch_micros, TIMESTAMP: iso_utc, BYTES: base64_text},
+)
+DEBEZIUM_SMT = Dialect(  # OMS's Debezium type mapping (seed 002): no types in the message
+    types={},
+    values={DECIMAL: plain_number, WIDE_DECIMAL: plain_number, DATE: epoch_days, DATETIME: epoch_millis}
+    | {TIMESTAMP: iso_utc, BYTES: lambda data: data.hex().upper()},
+)
+DATAHUB = Dialect(  # TUPLE field types: DECIMAL, DOUBLE, TIMESTAMP (epoch microseconds), STRING for the rest
+    types={},
+    values={WIDE_DECIMAL: plain_number, DATE: date.isoformat, DATETIME: epoch_micros, TIMESTAMP: epoch_micros}
+    | {BYTES: base64_text},
+)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Writers
+# --------------------------------------------------------------------------------------------------------------
 
 
 def dataworks_json(change: Change, two_message_updates: bool) -> list[str]:
     spec = change.table.spec
+    before, after = (DATAWORKS.image(change.table, row) for row in (change.before, change.after))
     if change.op == INSERT:
-        return dw.insert(spec, change.seq, change.at, change.after)
+        return dw.insert(spec, change.seq, change.at, after)
     if change.op == DELETE:
-        return dw.delete(spec, change.seq, change.at, change.before)
+        return dw.delete(spec, change.seq, change.at, before)
     if change.op == TRUNCATE:
         return [dw.message(spec, "TRUNCATE", change.seq, change.at, ddl=change.ddl)]
-    return dw.update(spec, change.seq, change.at, change.before, change.after, one_message=not two_message_updates)
+    return dw.update(spec, change.seq, change.at, before, after, one_message=not two_message_updates)
+
+
+def _declared(dialect: Dialect, table: Table) -> dict[str, object]:
+    return {name: dialect.types[kind] for name, kind in table.columns}
 
 
 def dataworks_v2(change: Change) -> list[str]:
+    before, after = (OMS.image(change.table, row) for row in (change.before, change.after))
     message = {
         "version": "2.0",
         "schema": {
             "source": {"dbType": "mysql", "dbName": DB, "schema": None, "table": change.table.name},
-            "column": [{"name": n, "type": t} for n, t in (("id", "INT64"), ("name", "VARCHAR"), ("qty", "INT64"))],
+            "column": [{"name": n, "type": t} for n, t in _declared(OMS, change.table).items()],
             "pk": list(change.table.key),
         },
         "payload": {
             "op": change.op.upper(),
-            "before": {"data": change.before} if change.before is not None else None,
-            "after": {"data": change.after} if change.after is not None else None,
+            "before": {"data": before} if before is not None else None,
+            "after": {"data": after} if after is not None else None,
             "timestamp": {"eventTime": change.millis},
             "ddl": {"text": change.ddl} if change.op == TRUNCATE else None,
             "scn": None,
         },
     }
-    return [json.dumps(message)]
+    return [dumps(message)]
 
 
 def datahub_tuple(change: Change) -> list[str]:
@@ -128,7 +349,7 @@ def datahub_tuple(change: Change) -> list[str]:
     def row(image: Row, op: str, before: str, after: str) -> str:
         meta = {"_sequence_id_": str(change.seq), "_operation_type_": op, "_excute_time_": change.millis}
         flags = {"_source_table_": change.table.name, "_before_image_": before, "_after_image_": after}
-        return json.dumps({**image, **meta, **flags})
+        return dumps({**DATAHUB.image(change.table, image), **meta, **flags})
 
     if change.op == INSERT:
         return [row(change.after, "I", "N", "Y")]
@@ -147,12 +368,11 @@ def oms_default(change: Change, light_types: bool = False) -> list[str]:
         "timestamp": str(int(change.at.timestamp())),
         "storeDataSequence": change.seq,
     }
-    types = {"id": {"schemaType": "INT64"}, "name": {"schemaType": "VARCHAR(20)"}, "qty": {"schemaType": "INT64"}}
+    types = {name: {"schemaType": declared} for name, declared in _declared(OMS, change.table).items()}
 
     def image(row: Row | None) -> dict | None:
-        if row is None:
-            return None
-        return {**_text(row), "__light_type": types} if light_types else _text(row)
+        values = OMS.image(change.table, row)
+        return {**values, "__light_type": types} if light_types and values is not None else values
 
     message = {
         "allMetaData": metadata,
@@ -160,18 +380,18 @@ def oms_default(change: Change, light_types: bool = False) -> list[str]:
         "prevStruct": image(change.before),
         "postStruct": {"ddl": change.ddl} if change.op == TRUNCATE else image(change.after),
     }
-    return [json.dumps(message)]
+    return [dumps(message)]
 
 
 def canal_json(change: Change) -> list[str]:
     """Canal JSON: an update's `old` holds the changed columns' earlier values."""
+    before, after = (CANAL.image(change.table, row) for row in (change.before, change.after))
     if change.op == UPDATE:
-        data = [_text(change.after)]
-        old = [{k: v for k, v in _text(change.before).items() if _text(change.after)[k] != v}]
+        data, old = [after], [{k: v for k, v in before.items() if after[k] != v}]
     elif change.op == TRUNCATE:
         data, old = None, None
     else:
-        data, old = [_text(change.after if change.op == INSERT else change.before)], None
+        data, old = [after if change.op == INSERT else before], None
     message = {
         "data": data,
         "old": old,
@@ -183,7 +403,7 @@ def canal_json(change: Change) -> list[str]:
         "ts": change.millis + 300,
         "id": change.seq,
         "pkNames": list(change.table.key) or None,
-        "mysqlType": {"id": "bigint", "name": "varchar(20)", "qty": "bigint"},
+        "mysqlType": _declared(CANAL, change.table),
         "sql": change.ddl if change.op == TRUNCATE else "",
     }
     return [json.dumps(message)]
@@ -195,26 +415,22 @@ def shareplex_json(change: Change) -> list[str]:
     meta |= {"table": change.table.qualified, "scn": str(change.seq), "seq": 1}
     meta |= {"time": change.at.strftime("%Y-%m-%dT%H:%M:%SZ")}
     if change.op == TRUNCATE:
-        return [json.dumps({"meta": meta, "sql": {"ddl": change.ddl}})]
+        return [dumps({"meta": meta, "sql": {"ddl": change.ddl}})]
+    before, after = (OMS.image(change.table, row) for row in (change.before, change.after))
     if change.op == UPDATE:
-        before, after = _text(change.before), _text(change.after)
-        return [json.dumps({"meta": meta, "data": {k: v for k, v in after.items() if before[k] != v}, "key": before})]
-    row = change.after if change.op == INSERT else change.before
-    return [json.dumps({"meta": meta, "data": row})]
+        return [dumps({"meta": meta, "data": {k: v for k, v in after.items() if before[k] != v}, "key": before})]
+    return [dumps({"meta": meta, "data": after if change.op == INSERT else before})]
 
 
 def _debezium_payload(change: Change) -> dict:
     origin = {"connector": "mysql", "name": "server1", "ts_ms": change.millis, "db": DB, "table": change.table.name}
     op = {INSERT: "c", UPDATE: "u", DELETE: "d", TRUNCATE: "t"}[change.op]
-    return {"op": op, "before": change.before, "after": change.after, "source": origin, "ts_ms": change.millis + 5}
+    before, after = (DEBEZIUM.image(change.table, row) for row in (change.before, change.after))
+    return {"op": op, "before": before, "after": after, "source": origin, "ts_ms": change.millis + 5}
 
 
 def debezium_json(change: Change) -> list[str]:
-    fields = [
-        {"field": "id", "type": "int64", "optional": False},
-        {"field": "name", "type": "string", "optional": True},
-        {"field": "qty", "type": "int64", "optional": True},
-    ]
+    fields = [{"field": name, **declared} for name, declared in _declared(DEBEZIUM, change.table).items()]
     schema = {
         "type": "struct",
         "fields": [{"field": image, "type": "struct", "fields": fields} for image in ("before", "after")],
@@ -229,31 +445,63 @@ def debezium_flatten(change: Change) -> list[str]:
 def debezium_smt(change: Change) -> list[str]:
     """The row's new state, or the deleted row; a key-changing update is a delete and a create, as Debezium
     emits it (and so is any update of a table without a key, whose rows are their values)."""
+    before, after = (DEBEZIUM_SMT.image(change.table, row) for row in (change.before, change.after))
     if change.op == DELETE:
-        return [json.dumps({**change.before, "__deleted": "true"})]
+        return [json.dumps({**before, "__deleted": "true"})]
     deleted_old_row = []
-    if change.op == UPDATE and (
-        not change.table.key or any(change.before[k] != change.after[k] for k in change.table.key)
-    ):
-        deleted_old_row = [json.dumps({**change.before, "__deleted": "true"})]
-    return [*deleted_old_row, json.dumps({**change.after, "__deleted": "false"})]
+    if change.op == UPDATE and (not change.table.key or any(before[k] != after[k] for k in change.table.key)):
+        deleted_old_row = [json.dumps({**before, "__deleted": "true"})]
+    return [*deleted_old_row, json.dumps({**after, "__deleted": "false"})]
+
+
+_AVRO = "com.alibaba.dts.formats.avro."
+
+
+def _avro_decimal(precision: int, scale: int) -> Encoder:
+    return lambda v: (_AVRO + "Decimal", {"value": plain_number(v), "precision": precision, "scale": scale})
+
+
+def _avro_date_time(moment: date) -> tuple[str, dict]:
+    """DateTime's parts: a date's, or a wall clock's with its milliseconds."""
+    parts = {"year": moment.year, "month": moment.month, "day": moment.day}
+    if isinstance(moment, datetime):
+        parts |= {"hour": moment.hour, "minute": moment.minute, "second": moment.second}
+        parts |= {"millis": moment.microsecond // 1000}
+    return _AVRO + "DateTime", parts
+
+
+def _avro_timestamp(moment: datetime) -> tuple[str, dict]:
+    millis = epoch_millis(moment)
+    return _AVRO + "Timestamp", {"timestamp": millis // 1000, "millis": millis % 1000}
+
+
+DTS_AVRO = Dialect(  # MySQL protocol type numbers, values as the record schema's union branches
+    types={BIGINT: 8, INT: 3, DECIMAL: 246, WIDE_DECIMAL: 246, DOUBLE: 5}
+    | {DATE: 10, DATETIME: 12, TIMESTAMP: 7, BYTES: 252, TEXT: 15},
+    values={
+        BIGINT: lambda v: (_AVRO + "Integer", {"precision": 20, "value": str(v)}),
+        INT: lambda v: (_AVRO + "Integer", {"precision": 11, "value": str(v)}),
+        DECIMAL: _avro_decimal(10, 2),
+        WIDE_DECIMAL: _avro_decimal(50, 10),
+        DOUBLE: lambda v: (_AVRO + "Float", {"value": v, "precision": 22, "scale": 0}),
+        DATE: _avro_date_time,
+        DATETIME: _avro_date_time,
+        TIMESTAMP: _avro_timestamp,
+        BYTES: lambda v: (_AVRO + "BinaryObject", {"type": "BLOB", "value": v}),
+        TEXT: lambda v: (_AVRO + "Character", {"charset": "utf8mb4", "value": v.encode()}),
+    },
+)
 
 
 def dts_avro(change: Change) -> list[str]:
-    """A DTS Avro record (MySQL type numbers: 8 LONGLONG, 15 VARCHAR), Base64 of its Avro binary per line."""
-    namespace = "com.alibaba.dts.formats.avro."
-
-    def value(name: str, v: object) -> tuple[str, dict] | None:
-        if v is None:
-            return None
-        if name == "name":
-            return (namespace + "Character", {"charset": "utf8mb4", "value": str(v).encode()})
-        return (namespace + "Integer", {"precision": 20, "value": str(v)})
+    """A DTS Avro record, Base64 of its Avro binary per line."""
 
     def image(row: Row | None) -> list | None:
-        return None if row is None else [value(name, row.get(name)) for name, _ in COLUMNS]
+        values = DTS_AVRO.image(change.table, row)
+        return None if values is None else [values.get(name) for name, _ in change.table.columns]
 
     truncate = change.op == TRUNCATE
+    fields = [{"name": n, "dataTypeNumber": number} for n, number in _declared(DTS_AVRO, change.table).items()]
     record = {
         "version": 1,
         "id": change.seq,
@@ -266,7 +514,7 @@ def dts_avro(change: Change) -> list[str]:
         "objectName": change.table.qualified,
         "processTimestamps": None,
         "tags": {},
-        "fields": None if truncate else [{"name": n, "dataTypeNumber": 15 if n == "name" else 8} for n, _ in COLUMNS],
+        "fields": None if truncate else fields,
         "beforeImages": None if truncate else image(change.before),
         "afterImages": change.ddl if truncate else image(change.after),
     }
@@ -299,7 +547,8 @@ MESSAGES_NAME_NO_KEY = (
     "dts_avro",
 )
 """Formats whose messages name no primary key: the source configures it."""
-TYPED_BY_CONFIGURATION = ("datahub_tuple", "oms_default", "shareplex_json")
+TYPED_BY_CONFIGURATION = ("datahub_tuple", "oms_default", "shareplex_json", "debezium_smt")
+"""Formats whose messages carry no types: the source configures them (`column_types`, SPARK_TYPES)."""
 
 
 def settings(fmt: str, tables: tuple[Table, ...]) -> dict:
@@ -308,7 +557,7 @@ def settings(fmt: str, tables: tuple[Table, ...]) -> dict:
     if fmt in MESSAGES_NAME_NO_KEY:
         result["primary_keys"] = {t.qualified: t.key for t in tables if t.key}
     if fmt in TYPED_BY_CONFIGURATION:
-        result["column_types"] = {t.qualified: {"id": "bigint", "qty": "bigint"} for t in tables}
+        result["column_types"] = {t.qualified: {name: SPARK_TYPES[kind] for name, kind in t.columns} for t in tables}
     if fmt == "datahub_tuple":
         result["db"] = DB
     if fmt == "debezium_smt":
