@@ -106,7 +106,9 @@ def run_apply(
     hour_text = zones.format_hour(hour)
     bronze = read_bronze(spark, lake, source.name, hour)
     log = partial(read_change_log, spark, lake, source.name)  # read only when the hour touches a keyless table
-    applied = apply_changes(source, bronze, log, lake, engine, hour_text, {"lakeloader.hour": hour_text})
+    commit_info = {"lakeloader.hour": hour_text}
+    due = recluster_due(source, hour)
+    applied = apply_changes(source, bronze, log, lake, engine, hour_text, commit_info, recluster=due)
     report = {"source": source.name, "hour": hour_text, **applied}
     lake.write_bytes(zones.run_report_key(source.name, hour, "apply"), json.dumps(report, indent=1).encode())
     return report
@@ -120,11 +122,14 @@ def apply_changes(
     engine: TableEngine,
     batch: str,
     commit_info: dict[str, str],
+    recluster: bool = False,
 ) -> dict:
     """Merge a batch of bronze changes and DDL (one hour, or the whole log) into the silver tables under `lake`.
 
     `log` gives the whole change log (read when the batch touches a keyless table, `lakeloader.multiset`);
-    `batch` names the batch in the schema history; returns per-table counts and DDL outcomes."""
+    `batch` names the batch in the schema history; `recluster`: afterwards, rewrite the keyed tables the
+    batch touched whose files overlap in key ranges (`TableEngine.recluster`). Returns per-table counts
+    and DDL outcomes."""
     loaded_at = datetime.now(UTC).replace(microsecond=0)
     commit_info = {"lakeloader.source": source.name, "lakeloader.step": "apply", **commit_info}
     events = [e for e in ddl_events(bronze, source.source_dialect) if source.includes(e.db, e.table)]
@@ -150,7 +155,7 @@ def apply_changes(
         actions = counted if actions is None else actions.unionByName(counted)
     if actions is not None:
         actions = actions.persist(StorageLevel.MEMORY_AND_DISK)
-    writer = _Batch(engine, lake, source, commit_info, loaded_at, actions)
+    writer = _Batch(engine, lake, source, commit_info, loaded_at, actions, recluster)
     tables: dict[str, dict] = {}
     try:
         for db, table in sorted({(s.db, s.table) for s in shapes} | set(events_by_table)):
@@ -183,10 +188,12 @@ def _unsupported(event: DdlEvent) -> dict:
 class _Batch:
     """Writes one batch, table by table: segments of changes interleaved with the table's DDL."""
 
-    def __init__(self, engine, lake, source, commit_info, loaded_at, actions) -> None:
+    def __init__(self, engine, lake, source, commit_info, loaded_at, actions, recluster) -> None:
         self.engine, self.lake, self.source = engine, lake, source
         self.commit_info, self.loaded_at, self.actions = commit_info, loaded_at, actions
         self.retention = timedelta(hours=source.tombstone_retention_hours)
+        self.recluster = recluster
+        self.file_size = source.silver_file_size_mb * 2**20
 
     def apply_table(self, db: str, table: str, shapes: dict[int, TableShape], events: list[DdlEvent]) -> dict:
         location = D.TableLocation(self.source.name, db, table)
@@ -199,6 +206,8 @@ class _Batch:
                 self._perform(location, events[segment])
         uri = self.lake.child(location.silver_key())
         exists = self.engine.exists(uri)
+        if exists and self.recluster:
+            totals["recluster_files"] = self._recluster(uri)
         return {
             **totals,
             "rows": self.engine.row_count(uri) if exists else 0,
@@ -206,12 +215,25 @@ class _Batch:
             "version": self.engine.version(uri) if exists else None,
         }
 
+    def _recluster(self, uri: str) -> int:
+        """Files written by reclustering the table (0: a multiset, or already laid out). Layout only: a
+        failure is logged and leaves the table as the merges wrote it."""
+        key = recorded_key(self.engine, uri)
+        if not key or key == multiset.KEY or self.engine.clustered(uri, key[0], self.file_size):
+            return 0
+        try:
+            return self.engine.recluster(uri, key, self.file_size, self.commit_info)
+        except Exception as error:
+            log.warning("could not recluster %s by %s: %s", uri, key, error)
+            return 0
+
     def _write_segment(self, location: D.TableLocation, shape: TableShape) -> dict[str, int]:
         table = SilverTable(
             self.lake.child(location.silver_key()),
             self.lake.child(location.tombstones_key()),
             shape.key,
             self.commit_info,
+            self.file_size,
         )
         change_set = typed_change_set(self.actions, shape, self.loaded_at).toArrow()
         mark = D.schema_mark(self.engine, table.uri)
@@ -248,6 +270,12 @@ def _newest(change_set: pa.Table) -> tuple[Decimal, Decimal]:
         return (Decimal(-(10**37)), Decimal(0))
     newest = change_set.sort_by([(E.SEQ, "descending"), (E.SEQ2, "descending")]).slice(0, 1).to_pylist()[0]
     return (newest[E.SEQ], newest[E.SEQ2])
+
+
+def recluster_due(source: SourceConfig, hour: datetime) -> bool:
+    """Whether the hour starting at `hour` is one of the source's recluster hours."""
+    every = source.recluster_every_hours
+    return every > 0 and int(hour.timestamp()) // 3600 % every == 0
 
 
 def renamed_identities(events: list[DdlEvent]) -> dict[TableId, TableId]:

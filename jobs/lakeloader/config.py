@@ -134,6 +134,20 @@ class SourceConfig(_Strict):
     tombstone_retention_hours: int = Field(
         default=720, ge=1, description="how long a deleted key blocks older changes that arrive late"
     )
+    silver_file_size_mb: int = Field(
+        default=8,
+        ge=1,
+        description="size in MiB the silver tables' Parquet files aim at (Delta's delta.targetFileSize): a merge "
+        "rewrites every file holding a changed key, so smaller files mean less rewriting per hour, more files "
+        "more to list and open",
+    )
+    recluster_every_hours: int = Field(
+        default=24,
+        ge=0,
+        description="every this many hours (the hours whose start is a multiple of it since 1970), the apply step "
+        "rewrites each silver table whose files overlap in key ranges into key-ordered files of "
+        "silver_file_size_mb, so changes to recent keys rewrite only the newest files; 0 = never",
+    )
     source_dialect: Literal["mysql", "oracle", "oceanbase", "oceanbase_oracle"] = Field(
         default="mysql", description="SQL dialect of the source's DDL text"
     )

@@ -37,6 +37,7 @@ class SilverTable:
     tombstones_uri: str
     key: list[str]
     commit_info: dict[str, str]
+    file_size: int | None = None  # what the table's files aim at when the apply step creates it
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,8 @@ def _ensure_table(engine: TableEngine, table: SilverTable, change_set: pa.Table,
     """Create the table on first sight with the change set's columns; add (or leave out) columns it lacks."""
     data_schema = pa.schema([f for f in change_set.schema if f.name not in (*E.STAGING_COLUMNS, E.RANK)])
     if not engine.exists(table.uri):
-        engine.create(table.uri, data_schema, {KEY_PROPERTY: json.dumps(table.key)}, table.commit_info)
+        properties = {KEY_PROPERTY: json.dumps(table.key)}
+        engine.create(table.uri, data_schema, properties, table.commit_info, table.file_size)
         return change_set
     existing = engine.schema(table.uri)
     missing = [f for f in data_schema if f.name not in existing.names]

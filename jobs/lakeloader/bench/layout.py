@@ -23,14 +23,17 @@ from lakeloader.bench.report import MERGE_HEADERS, markdown_table, merge_cells, 
 from lakeloader.bench.run import PARSE, order_and_collect, prepare_base, prepare_export
 from lakeloader.bench.scenario import FIRST_HOUR, SOURCE, Scenario
 from lakeloader.bench.workspace import Layout, clone_tables, source_config
+from lakeloader.config import SourceConfig
 from lakeloader.engine import base as E
 from lakeloader.land import land_hour
 from lakeloader.parse import run_parse
 from lakeloader.storage import open_store
 
-# Spark-written Parquet of the generated rows takes about 46 bytes a row; delta-rs' targetFileSize counts
-# bytes before compression, about twice that.
+# Spark-written Parquet of the generated rows takes about 46 bytes a row; the target-size variant aims at
+# about twice the initial files' size.
 TARGET_BYTES_PER_ROW = 90
+DEFAULT_FILE_SIZE_MB = SourceConfig.model_fields["silver_file_size_mb"].default
+DEFAULT_FILE_SIZE = DEFAULT_FILE_SIZE_MB * 2**20
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class Variant:
     name: str
     layout: Layout
     streamed_merge: bool
+    recluster_file_size: int | None = None  # recluster the tables (as the apply step does) before the first hour
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,8 @@ KEY_VARIANTS = (
 def variants(rows_per_table: int, files_per_table: int) -> list[Variant]:
     """The layouts compared: one file per table (what delta-rs writes for a table under its 100 MiB
     default target size) and key-ordered files, each with delta-rs' streamed merge (no file skipping) and
-    the non-streamed one; the last keeps merge-written files near the initial file size."""
+    the non-streamed one; key-ordered files with a target size that keeps merge-written files near the
+    initial file size; and the apply step's own layout, reclustered at the default `silver_file_size_mb`."""
     rows_per_file = max(1, rows_per_table // files_per_table)
     one, ordered = Layout(rows_per_table), Layout(rows_per_file)
     sized = Layout(rows_per_file, rows_per_file * TARGET_BYTES_PER_ROW)
@@ -69,6 +74,7 @@ def variants(rows_per_table: int, files_per_table: int) -> list[Variant]:
         Variant(
             f"{files_per_table} key-ordered files per table, target size {sized.target_file_size:,} B", sized, False
         ),
+        Variant(f"reclustered by the apply step into {DEFAULT_FILE_SIZE_MB} MiB files", one, False, DEFAULT_FILE_SIZE),
     ]
 
 
@@ -83,6 +89,10 @@ def run_layout(spark: SparkSession, probe: Probe, base: Scenario, files_per_tabl
             clone_tables(silver, lake)
             store = open_store(str(lake))
             engine = MeasuredEngine(streamed_merge=variant.streamed_merge)
+            if variant.recluster_file_size:
+                with probe.phase("setup: recluster", scenario.existing_rows):
+                    for shape, _ in hours[0]:
+                        engine.recluster(silver_uri(store, SOURCE, shape), shape.key, variant.recluster_file_size, {})
             for offset, change_sets in enumerate(hours):
                 before = len(engine.merges)
                 for shape, change_set in change_sets:

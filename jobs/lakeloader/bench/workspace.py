@@ -66,4 +66,8 @@ def clone_tables(base_silver: Path, lake: Path) -> None:
 
 
 def source_config(exports: Path, lake: Path) -> SourceConfig:
-    return SourceConfig(name=SOURCE, format="dataworks_json", export_uri=str(exports), lake_root=str(lake))
+    """The benchmark's source. Its tables come laid out by `Layout`, so the apply step does not recluster them
+    (the benchmark's first hour is midnight, a recluster hour by default); `layout` measures reclustering."""
+    return SourceConfig(
+        name=SOURCE, format="dataworks_json", export_uri=str(exports), lake_root=str(lake), recluster_every_hours=0
+    )

@@ -36,6 +36,9 @@ METADATA_FIELDS = (
 )
 METADATA_COLUMNS = tuple(f.name for f in METADATA_FIELDS)
 ORDERING_COLUMNS = (SEQ, SEQ2)
+# Delta's table property for the size of the files a write aims at (delta-rs: bytes of Arrow data, before
+# Parquet's encoding and compression, which roughly halve it).
+FILE_SIZE_PROPERTY = "delta.targetFileSize"
 STAGING_COLUMNS = (ACTION, PARTIAL, PRESENT)
 
 
@@ -50,7 +53,16 @@ class MergeResult:
 class TableEngine(Protocol):
     def exists(self, uri: str) -> bool: ...
 
-    def create(self, uri: str, schema: pa.Schema, properties: dict[str, str], commit_info: dict[str, str]) -> None: ...
+    def create(
+        self,
+        uri: str,
+        schema: pa.Schema,
+        properties: dict[str, str],
+        commit_info: dict[str, str],
+        file_size: int | None = None,
+    ) -> None:
+        """A new empty table; `file_size` is the size of the files its writes aim at (engine default: None)."""
+        ...
 
     def properties(self, uri: str) -> dict[str, str]:
         """Our own table properties (e.g. the primary key), as given to `create` or `set_properties`."""
@@ -84,6 +96,15 @@ class TableEngine(Protocol):
     ) -> None:
         """Replace the table's schema and rows by `transform` applied to its rows, batch by batch (for
         schema changes Delta cannot express in place: drop, rename, retype a column)."""
+        ...
+
+    def clustered(self, uri: str, column: str, file_size: int) -> bool:
+        """Whether the table is laid out as `recluster` leaves it: files of `file_size`, disjoint in `column`."""
+        ...
+
+    def recluster(self, uri: str, columns: list[str], file_size: int, commit_info: dict[str, str]) -> int:
+        """Rewrite the table's rows in key order into files of about `file_size` bytes (rows unchanged), so a
+        merge whose keys are local rewrites only the few files holding them; returns the files written."""
         ...
 
     def read(self, uri: str) -> pa.Table: ...

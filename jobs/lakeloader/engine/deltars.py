@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from itertools import pairwise
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,6 +19,7 @@ from deltalake.schema import Field
 from lakeloader.engine.base import (
     ACTION,
     DELETE,
+    FILE_SIZE_PROPERTY,
     METADATA_COLUMNS,
     PARTIAL,
     PRESENT,
@@ -67,12 +69,20 @@ class DeltaRsEngine:
             return False
         return True
 
-    def create(self, uri: str, schema: pa.Schema, properties: dict[str, str], commit_info: dict[str, str]) -> None:
+    def create(
+        self,
+        uri: str,
+        schema: pa.Schema,
+        properties: dict[str, str],
+        commit_info: dict[str, str],
+        file_size: int | None = None,
+    ) -> None:
         DeltaTable.create(
             uri,
             schema=schema,
             mode="ignore",
             description=json.dumps(properties, sort_keys=True),
+            configuration={FILE_SIZE_PROPERTY: str(file_size)} if file_size else None,
             storage_options=self.storage_options,
             commit_properties=CommitProperties(custom_metadata=commit_info),
         )
@@ -158,6 +168,33 @@ class DeltaRsEngine:
             storage_options=self.storage_options,
             commit_properties=CommitProperties(custom_metadata=commit_info),
         )
+
+    def clustered(self, uri: str, column: str, file_size: int) -> bool:
+        """Whether the table targets `file_size` and its files hold disjoint ranges of `column` (from the
+        per-file statistics in the log; a file without statistics counts as overlapping)."""
+        table = self._table(uri)
+        if table.metadata().configuration.get(FILE_SIZE_PROPERTY) != str(file_size):
+            return False
+        files = pa.table(table.get_add_actions(flatten=True))
+        if files.num_rows <= 1:
+            return True
+        low, high = f"min.{column}", f"max.{column}"
+        if low not in files.column_names or high not in files.column_names:
+            return False
+        ranges = list(zip(files[low].to_pylist(), files[high].to_pylist(), strict=True))
+        if any(bound is None for bounds in ranges for bound in bounds):
+            return False
+        return all(later[0] > earlier[1] for earlier, later in pairwise(sorted(ranges)))
+
+    def recluster(self, uri: str, columns: list[str], file_size: int, commit_info: dict[str, str]) -> int:
+        """Rewrite the table sorted by `columns` (delta-rs' Z-order: plain key order for one column) into files
+        of about `file_size` bytes, and make that the size merges write; returns the files written."""
+        commit = CommitProperties(custom_metadata=commit_info)
+        table = self._table(uri)
+        if table.metadata().configuration.get(FILE_SIZE_PROPERTY) != str(file_size):
+            table.alter.set_table_properties({FILE_SIZE_PROPERTY: str(file_size)}, commit_properties=commit)
+        metrics = self._table(uri).optimize.z_order(columns, target_size=file_size, commit_properties=commit)
+        return int(metrics["numFilesAdded"])
 
     def read(self, uri: str) -> pa.Table:
         table = pa.table(pa.RecordBatchReader.from_stream(self._table(uri).scan()))
