@@ -90,6 +90,7 @@ def bare_merge(uri: str, change_set: pa.Table, key: list[str], streamed: bool) -
             predicate=" AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in key),
             source_alias="s",
             target_alias="t",
+            streamed_exec=streamed,
         )
         .when_matched_delete(predicate=is_delete)
         .when_matched_update_all(predicate=is_upsert, except_cols=[E.ACTION])
