@@ -128,7 +128,8 @@ def apply_changes(
 
     `log` gives the whole change log (read when the batch touches a keyless table, `lakeloader.multiset`);
     `batch` names the batch in the schema history; `recluster`: afterwards, rewrite the keyed tables the
-    batch touched whose files overlap in key ranges (`TableEngine.recluster`). Returns per-table counts
+    batch touched whose files overlap in key ranges or do not yet aim at `silver_file_size_mb`
+    (`TableEngine.recluster`). Returns per-table counts
     and DDL outcomes."""
     loaded_at = datetime.now(UTC).replace(microsecond=0)
     commit_info = {"lakeloader.source": source.name, "lakeloader.step": "apply", **commit_info}

@@ -173,7 +173,7 @@ class DeltaRsEngine:
         """Whether the table targets `file_size` and its files hold disjoint ranges of `column` (from the
         per-file statistics in the log; a file without statistics counts as overlapping)."""
         table = self._table(uri)
-        if table.metadata().configuration.get(FILE_SIZE_PROPERTY) != str(file_size):
+        if not _aims_at(table, file_size):
             return False
         files = pa.table(table.get_add_actions(flatten=True))
         if files.num_rows <= 1:
@@ -191,7 +191,7 @@ class DeltaRsEngine:
         of about `file_size` bytes, and make that the size merges write; returns the files written."""
         commit = CommitProperties(custom_metadata=commit_info)
         table = self._table(uri)
-        if table.metadata().configuration.get(FILE_SIZE_PROPERTY) != str(file_size):
+        if not _aims_at(table, file_size):
             table.alter.set_table_properties({FILE_SIZE_PROPERTY: str(file_size)}, commit_properties=commit)
         metrics = self._table(uri).optimize.z_order(columns, target_size=file_size, commit_properties=commit)
         return int(metrics["numFilesAdded"])
@@ -206,6 +206,11 @@ class DeltaRsEngine:
     def row_count(self, uri: str) -> int:
         query = QueryBuilder().register("t", self._table(uri))
         return int(pa.table(query.execute("SELECT count(*) AS n FROM t"))["n"][0].as_py())
+
+
+def _aims_at(table: DeltaTable, file_size: int) -> bool:
+    """Whether the table's writes aim at files of `file_size` bytes."""
+    return table.metadata().configuration.get(FILE_SIZE_PROPERTY) == str(file_size)
 
 
 def _assignment(column: str, may_be_absent: bool) -> str:
