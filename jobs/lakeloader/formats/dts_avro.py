@@ -60,6 +60,7 @@ from lakeloader.formats.common import (
     configured_map,
     finish,
     integer_text,
+    let,
     listing,
     qualified,
     split_qualified,
@@ -174,17 +175,24 @@ def _typed(field: Column, i: Column) -> Column:
     mysql_types; `informed` is false when the type is a fallback for want of a value."""
     after, before = F.try_element_at(F.col("after_values"), i + 1), F.try_element_at(F.col("before_values"), i + 1)
     sample = F.coalesce(F.when(_has_value(after), after), F.when(_has_value(before), before))
+    # bound once: the declaration uses the sample a dozen times, and composing Columns copies it each time
+    return let(sample, lambda value: _typed_by_sample(field, value))
+
+
+def _typed_by_sample(field: Column, sample: Column) -> Column:
     number = field["type_number"]
     declaration = F.when(F.col("mysql_source"), _mysql_declaration(number, sample)).otherwise(
         _branch_declaration(sample)
     )
     fixed_by_number = F.col("mysql_source") & ~number.isin(*VALUE_TYPED_NUMBERS)
-    resolved = mysql_types.resolve(declaration, BINARY_ENCODING)
-    return F.struct(
-        field["name"].alias("name"),
-        resolved["conv"].alias("conv"),
-        resolved["type"].alias("type"),
-        (sample.isNotNull() | fixed_by_number).alias("informed"),
+    return let(
+        mysql_types.resolve(declaration, BINARY_ENCODING),
+        lambda resolved: F.struct(
+            field["name"].alias("name"),
+            resolved["conv"].alias("conv"),
+            resolved["type"].alias("type"),
+            (sample.isNotNull() | fixed_by_number).alias("informed"),
+        ),
     )
 
 

@@ -52,8 +52,12 @@ UNPARAMETERIZED_DECIMAL = "decimal(38,18)"
 
 
 def resolve(declared: Column, binary_encoding: str) -> Column:
-    """struct(conv, type) for a declared MySQL type (NULL declaration: string)."""
-    text = F.lower(F.trim(declared))
+    """struct(conv, type) for a declared MySQL type (NULL declaration: string). The declaration is bound once:
+    a computed one (DTS Avro derives it from the value) would otherwise be copied into every part it feeds."""
+    return let(F.lower(F.trim(declared)), lambda text: _resolve_text(text, binary_encoding))
+
+
+def _resolve_text(text: Column, binary_encoding: str) -> Column:
     parsed = F.struct(
         F.regexp_extract(text, r"^([a-z0-9_]+)", 1).alias("base"),
         text.rlike(r"\bunsigned\b").alias("unsigned"),
