@@ -46,11 +46,23 @@ class Airflow:
     http: Receiver
     smtp: Receiver
 
-    def cli(self, *args: str, timeout: float = 180) -> str:
-        result = subprocess.run(
-            [str(WITH_AIRFLOW), "airflow", *args], env=self.env, cwd=self.root, capture_output=True, text=True,
-            timeout=timeout,
-        )  # fmt: skip
+    def cli(self, *args: str, timeout: float = 180, attempts: int = 1) -> str:
+        """Runs an airflow command; with attempts > 1, runs it again when SQLite reported the database locked.
+
+        Creating a backfill while the scheduler writes can fail on SQLite with "database is locked" despite
+        the long busy timeout set below (apache/airflow#66726; Airflow supports it only on PostgreSQL and
+        MySQL). Airflow then removes the backfill it could not finish creating, so that the user can retry,
+        which is what a retry here does.
+        """
+        for attempt in range(1, attempts + 1):
+            result = subprocess.run(
+                [str(WITH_AIRFLOW), "airflow", *args], env=self.env, cwd=self.root, capture_output=True, text=True,
+                timeout=timeout,
+            )  # fmt: skip
+            if result.returncode == 0 or "database is locked" not in result.stderr or attempt == attempts:
+                break
+            print(f"airflow {args[0]} {args[1]}: database locked, attempt {attempt + 1} of {attempts}")
+            time.sleep(5)
         assert result.returncode == 0, (
             f"airflow {' '.join(args)} failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
         )
@@ -215,10 +227,10 @@ def _landed(root: Path) -> dict[str, list[str]]:
 def _backfill(airflow: Airflow, first: datetime, last: datetime, *extra: str) -> None:
     before = airflow.query("select count(*) from backfill")[0][0]
     airflow.cli("backfill", "create", "--dag-id", "lakeloader_shop_hourly", "--max-active-runs", "1",
-                "--from-date", first.isoformat(), "--to-date", last.isoformat(), *extra)  # fmt: skip
+                "--from-date", first.isoformat(), "--to-date", last.isoformat(), *extra, attempts=3)  # fmt: skip
     airflow.wait(
         "the backfill to complete",
-        lambda: airflow.query("select count(*) from backfill where completed_at is not null")[0][0] == before + 1,
+        lambda: airflow.query("select count(*) > ? and count(completed_at) = count(*) from backfill", before)[0][0],
         BACKFILL_SECONDS,
         every=5,
     )
