@@ -104,6 +104,7 @@ def test_first_run_copies_due_files_and_writes_manifest_with_sizes_and_checksums
                 "size": len(a),
                 "sha256": sha256(a),
                 "hour": "2026-03-01T05",
+                "gzip_error": None,
             },
             {
                 "export_key": "topic-b.json",
@@ -111,6 +112,7 @@ def test_first_run_copies_due_files_and_writes_manifest_with_sizes_and_checksums
                 "size": len(b),
                 "sha256": sha256(b),
                 "hour": "2026-03-01T05",
+                "gzip_error": None,
             },
         ],
     }
@@ -124,6 +126,7 @@ def test_first_run_copies_due_files_and_writes_manifest_with_sizes_and_checksums
         "already_landed": 0,
         "not_yet_due": 0,
         "changed_after_landing": [],
+        "damaged_gzip": [],
     }
 
 
@@ -142,6 +145,7 @@ def test_ledger_holds_one_entry_per_landed_file_naming_its_hour(
             "size": 1,
             "sha256": sha256(b"a"),
             "hour": "2026-03-01T05",
+            "gzip_error": None,
         },
         "b.json": {
             "export_key": "b.json",
@@ -149,6 +153,7 @@ def test_ledger_holds_one_entry_per_landed_file_naming_its_hour(
             "size": 2,
             "sha256": sha256(b"bb"),
             "hour": "2026-03-01T06",
+            "gzip_error": None,
         },
     }
 
@@ -240,6 +245,30 @@ def test_gzip_file_lands_byte_identical(source: SourceConfig, exports_dir: Path,
     assert gzip.decompress(raw) == lines
     assert result.manifest[0].size == len(compressed)
     assert result.manifest[0].sha256 == sha256(compressed)
+    assert result.manifest[0].gzip_error is None
+
+
+def test_damaged_gzip_file_lands_byte_identical_with_its_damage_in_ledger_and_manifest(
+    source: SourceConfig, exports_dir: Path, lake_dir: Path
+) -> None:
+    compressed = gzip.compress(b"".join(b'{"id":%d}\n' % i for i in range(5000)), mtime=0)
+    cut = compressed[: len(compressed) // 2]
+    export(exports_dir, "cut.json.gz", cut, HOUR_5 + timedelta(minutes=5))
+    export(exports_dir, "padded.json.gz", compressed + bytes(4), HOUR_5 + timedelta(minutes=5))
+    export(exports_dir, "whole.json.gz", compressed, HOUR_5 + timedelta(minutes=5))
+
+    result = land_hour(source, HOUR_5)
+    rerun = land_hour(source, HOUR_5)
+
+    assert (lake_dir / RAW_5 / "cut.json.gz").read_bytes() == cut
+    assert [(f.export_key, f.size, f.gzip_error) for f in result.manifest] == [
+        ("cut.json.gz", len(cut), "gzip member at byte 0 is cut short"),
+        ("padded.json.gz", len(compressed) + 4,
+         f"corrupt gzip member at byte {len(compressed)} (Error -3 while decompressing data: incorrect header check)"),
+        ("whole.json.gz", len(compressed), None),
+    ]  # fmt: skip
+    assert result.summary()["damaged_gzip"] == ["cut.json.gz", "padded.json.gz"]
+    assert rerun.copied == 0 and rerun.manifest == result.manifest  # the ledger kept the damage
 
 
 def test_files_in_nested_subdirectories_land_under_the_same_relative_paths(
@@ -478,16 +507,19 @@ def test_s3_files_modified_after_the_hour_wait_for_a_later_hour(s3_source: Sourc
 def test_s3_gzip_and_nested_keys_land_byte_identical(s3_source: SourceConfig, s3, s3_bucket: str) -> None:
     compressed = gzip.compress(b"".join(b'{"id":%d}\n' % i for i in range(20000)), mtime=0)
     modified = s3_export(s3, s3_bucket, "orders/2026/03/01/part-1.json.gz", compressed)
+    s3_export(s3, s3_bucket, "orders/2026/03/01/part-2.json.gz", compressed[:-1])
     s3_export(s3, s3_bucket, "users/part-1.json", b"{}\n")
     hour = hour_of(modified)
     raw = zones.raw_dir("shop", hour)
 
     result = land_hour(s3_source, hour)
 
-    assert [(f.export_key, f.raw_key, f.size, f.sha256) for f in result.manifest] == [
+    assert [(f.export_key, f.raw_key, f.size, f.sha256, f.gzip_error) for f in result.manifest] == [
         ("orders/2026/03/01/part-1.json.gz", f"{raw}/orders/2026/03/01/part-1.json.gz", len(compressed),
-         sha256(compressed)),
-        ("users/part-1.json", f"{raw}/users/part-1.json", 3, sha256(b"{}\n")),
+         sha256(compressed), None),
+        ("orders/2026/03/01/part-2.json.gz", f"{raw}/orders/2026/03/01/part-2.json.gz", len(compressed) - 1,
+         sha256(compressed[:-1]), "gzip member at byte 0 is cut short"),
+        ("users/part-1.json", f"{raw}/users/part-1.json", 3, sha256(b"{}\n"), None),
     ]  # fmt: skip
     assert s3_bytes(s3, s3_bucket, f"lake/{raw}/orders/2026/03/01/part-1.json.gz") == compressed
 

@@ -8,6 +8,8 @@ modification time is earlier than the end of H), then writes H's manifest from t
 - a file that appears after H's run lands in the next run, never lost;
 - rerunning H restores a raw copy of H that went missing, if the export file still has the landed bytes
   (otherwise it fails with LandError rather than write a manifest its raw copies do not match).
+A `.gz` file is decoded as it is copied (lakeloader.gzip_stream): a damaged one still lands, with its damage
+in `gzip_error`, so that reading it salvages what decodes instead of failing the hour.
 Runs of one source must not land concurrently (the hourly DAG has max_active_runs=1).
 """
 
@@ -16,13 +18,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import BinaryIO
 
 from lakeloader import zones
 from lakeloader.config import SourceConfig
-from lakeloader.storage import Store, open_store
+from lakeloader.gzip_stream import GZIP_SUFFIX, GzipStream
+from lakeloader.storage import Store, open_store, spark_path
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +42,7 @@ class LandedFile:
     size: int
     sha256: str
     hour: str
+    gzip_error: str | None = None  # a `.gz` file's damage (entries landed before the check have none)
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class LandResult:
     already_landed: int
     not_yet_due: int
     changed_after_landing: list[str]
+    damaged_gzip: list[str]
 
     def summary(self) -> dict[str, object]:
         return {
@@ -60,21 +66,26 @@ class LandResult:
             "already_landed": self.already_landed,
             "not_yet_due": self.not_yet_due,
             "changed_after_landing": self.changed_after_landing,
+            "damaged_gzip": self.damaged_gzip,
         }
 
 
 class _HashingReader:
-    """Wraps a stream and hashes what is read through it, so a copy checksums in the same pass."""
+    """Wraps a stream and hashes what is read through it, so a copy checksums in the same pass; with `gzip`,
+    it also decodes what is read, to find damage (nothing decoded is kept)."""
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: BinaryIO, gzip: GzipStream | None = None) -> None:
         self.stream = stream
         self.digest = hashlib.sha256()
         self.size = 0
+        self.gzip = gzip
 
     def read(self, size: int = -1) -> bytes:
         chunk = self.stream.read(size)
         self.digest.update(chunk)
         self.size += len(chunk)
+        if self.gzip is not None:
+            self.gzip.feed(chunk)
         return chunk
 
 
@@ -122,7 +133,12 @@ def land_hour(
     lake.write_bytes(manifest_key, json.dumps(document, indent=1, sort_keys=True).encode())
     if changed:
         log.warning("export files changed after they were landed (not landed again): %s", changed)
-    return LandResult(source.name, hour_text, manifest, copied, already, not_due, changed)
+    damaged = [e for e in manifest if e.gzip_error]
+    for entry in damaged:
+        log.warning("%s: %s; its lines up to the damage are read, the rest quarantined", entry.export_key,
+                    entry.gzip_error)  # fmt: skip
+    damaged_keys = [e.export_key for e in damaged]
+    return LandResult(source.name, hour_text, manifest, copied, already, not_due, changed, damaged_keys)
 
 
 def read_manifest(lake: Store, source: str, hour: datetime) -> list[LandedFile]:
@@ -133,11 +149,23 @@ def read_manifest(lake: Store, source: str, hour: datetime) -> list[LandedFile]:
     return [LandedFile(**f) for f in json.loads(lake.read_bytes(key))["files"]]
 
 
+def raw_paths(lake: Store, entries: Iterable[LandedFile]) -> tuple[list[str], set[str]]:
+    """The Spark paths of the entries' raw copies, and which of them are `.gz` files that landed damaged."""
+    paths, damaged = [], set()
+    for entry in entries:
+        paths.append(spark_path(lake.child(entry.raw_key)))
+        if entry.gzip_error:
+            damaged.add(paths[-1])
+    return paths, damaged
+
+
 def _copy(exports: Store, lake: Store, export_key: str, raw_key: str, hour_text: str) -> LandedFile:
+    gzip = GzipStream(keep=False) if raw_key.endswith(GZIP_SUFFIX) else None
     with exports.open_read(export_key) as stream:
-        reader = _HashingReader(stream)
+        reader = _HashingReader(stream, gzip)
         lake.upload(raw_key, reader)  # type: ignore[arg-type]
-    return LandedFile(export_key, raw_key, reader.size, reader.digest.hexdigest(), hour_text)
+    gzip_error = gzip.close() if gzip is not None else None
+    return LandedFile(export_key, raw_key, reader.size, reader.digest.hexdigest(), hour_text, gzip_error)
 
 
 def _restore_missing_copy(exports: Store, lake: Store, entry: LandedFile, export_present: bool) -> None:

@@ -15,14 +15,20 @@ Layouts (a source's `export_layout`):
   payload is a Kafka tombstone (Debezium writes one after each delete), counted as a control message.
 
 Whatever the layout, a file named `*.bin` holds length-prefixed binary messages: each is a 4-byte big-endian
-unsigned length followed by that many bytes; `origin_line` numbers the messages from 1. Splitting such a file
-is the only Python here (slicing bytes in mapInArrow, a whole file at a time, so a file must fit in a task's
-memory). A binary format (dts_avro) receives each message as Base64 text, a text format as UTF-8 text.
+unsigned length followed by that many bytes; `origin_line` numbers the messages from 1. A binary format
+(dts_avro) receives each message as Base64 text, a text format as UTF-8 text.
+
+A `.gz` file that land found damaged (lakeloader.gzip_stream) is not given to Spark's reader, which would fail
+the hour: its lines that decode before the damage are read as the layout says, and the rest of the file is
+one quarantined message at the line where the damage begins, with the damage as its reason.
+
+Splitting `.bin` files and salvaging damaged `.gz` files is the only Python here (mapInArrow, a whole file at
+a time, so such a file must fit in a task's memory).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -31,6 +37,7 @@ from pyspark.sql import functions as F
 from lakeloader import canonical as C
 from lakeloader.config import BINARY_FORMATS, SourceConfig
 from lakeloader.formats.common import REJECT_REASON, TOMBSTONE, UNWRAP_ERROR, base64_text
+from lakeloader.gzip_stream import salvage
 from lakeloader.lines import export_name, read_numbered_lines
 
 LINES, CONCATENATED, KCAT = "lines", "concatenated", "kcat"
@@ -44,13 +51,32 @@ PAYLOAD_NOT_BASE64 = "export envelope payload is not Base64"
 PAYLOAD_NOT_UTF8 = "message is not UTF-8 text"
 TRUNCATED_LENGTH = "truncated length prefix: {} byte(s) left at the end of the file"
 TRUNCATED_MESSAGE = "truncated message: its length prefix says {} bytes, {} are left in the file"
+DAMAGED_GZIP = "damaged gzip file, nothing from here on can be read: {}"
+FRAMING_ERROR = "framing_error"
+LINE_KEYS = ("source", "batch_hour", "origin_file", "origin_line")
+# the pieces a `.bin` or damaged `.gz` file is split into: as mapInArrow declares them and as Arrow batches
+SPLIT_SCHEMA = "path string, origin_line bigint, payload binary, error string"
+PIECES_PER_BATCH = 65_536
+_PIECES = pa.schema(
+    [("path", pa.string()), ("origin_line", pa.int64()), ("payload", pa.binary()), ("error", pa.string())]
+)
+
+SplitFile = Callable[[bytes], Iterator[tuple[bytes, str | None]]]
 
 
-def read_messages(spark: SparkSession, paths: list[str], source: SourceConfig, batch_hour: str) -> DataFrame:
-    """The messages of the landed files at `paths` (module docstring), in the source's layout."""
+def read_messages(
+    spark: SparkSession, paths: list[str], source: SourceConfig, batch_hour: str, damaged_gzip: Collection[str] = ()
+) -> DataFrame:
+    """The messages of the landed files at `paths` (module docstring), in the source's layout; `damaged_gzip`:
+    the paths of `.gz` files that land found damaged."""
     binary_format = source.format in BINARY_FORMATS
-    text_paths = [p for p in paths if not p.endswith(LENGTH_PREFIXED_SUFFIX)]
+    text_paths = [p for p in paths if not p.endswith(LENGTH_PREFIXED_SUFFIX) and p not in damaged_gzip]
     lines = read_numbered_lines(spark, text_paths, source.name, batch_hour)
+    salvaged = [p for p in paths if p in damaged_gzip]
+    if salvaged:
+        salvaged_lines = salvaged_gzip_lines(spark, salvaged, source.name, batch_hour)
+        framing_error = F.col(FRAMING_ERROR)
+        lines = lines.unionByName(salvaged_lines.where(framing_error.isNull()).drop(FRAMING_ERROR))
     if source.export_layout == CONCATENATED:
         messages = concatenated_messages(lines)
     elif source.export_layout == KCAT:
@@ -58,6 +84,8 @@ def read_messages(spark: SparkSession, paths: list[str], source: SourceConfig, b
         messages = kcat_messages(lines, decode_base64=source.payload_encoding == "base64" and not binary_format)
     else:
         messages = unframed(lines)
+    if salvaged:
+        messages = messages.unionByName(unframed(salvaged_lines.where(framing_error.isNotNull()), framing_error))
     prefixed = [p for p in paths if p.endswith(LENGTH_PREFIXED_SUFFIX)]
     if prefixed:
         records = length_prefixed_messages(spark, prefixed, source.name, batch_hour, keep_base64=binary_format)
@@ -138,44 +166,83 @@ def length_prefixed_messages(
     spark: SparkSession, paths: list[str], source: str, batch_hour: str, keep_base64: bool
 ) -> DataFrame:
     """The messages of `.bin` files: Base64 text (`keep_base64`, binary formats) or UTF-8 text."""
-    files = spark.read.format("binaryFile").load(paths).select("path", "content")
-    split = files.mapInArrow(split_length_prefixed, "path string, origin_line bigint, payload binary, error string")
+    split = split_files(spark, paths, _length_prefixed, source, batch_hour)
     payload = F.col("payload")
     text = base64_text(payload) if keep_base64 else F.decode(payload, "UTF-8")
     error = F.col("error")
     if not keep_base64:
         error = F.when(error.isNull() & ~utf8(payload), F.lit(PAYLOAD_NOT_UTF8)).otherwise(error)
     records = split.select(
+        *LINE_KEYS,
+        F.when(error.isNull(), text).otherwise(base64_text(payload)).alias("text"),
+        error.alias(FRAMING_ERROR),
+    )
+    return unframed(records, F.col(FRAMING_ERROR))
+
+
+def salvaged_gzip_lines(spark: SparkSession, paths: list[str], source: str, batch_hour: str) -> DataFrame:
+    """Numbered lines of damaged `.gz` files, up to the damage, and per file a last row for the damage: the
+    bytes after the last line break that decode (UTF-8 text, else Base64) with the reason in `framing_error`."""
+    split = split_files(spark, paths, _salvaged_lines, source, batch_hour)
+    payload, error = F.col("payload"), F.col("error")
+    text = F.when(error.isNull() | utf8(payload), F.decode(payload, "UTF-8")).otherwise(base64_text(payload))
+    return split.select(*LINE_KEYS, text.alias("text"), error.alias(FRAMING_ERROR))
+
+
+def split_files(spark: SparkSession, paths: list[str], split: SplitFile, source: str, batch_hour: str) -> DataFrame:
+    """Whole files, each split by `split` into numbered pieces: LINE_KEYS, payload (bytes), error."""
+    files = spark.read.format("binaryFile").load(paths).select("path", "content")
+    pieces = files.mapInArrow(lambda batches: _split_batches(batches, split), SPLIT_SCHEMA)
+    return pieces.select(
         F.lit(source).alias("source"),
         F.lit(batch_hour).alias("batch_hour"),
         export_name(F.col("path")).alias("origin_file"),
         "origin_line",
-        F.when(error.isNull(), text).otherwise(base64_text(payload)).alias("text"),
-        error.alias("framing_error"),
+        "payload",
+        "error",
     )
-    return unframed(records, F.col("framing_error"))
 
 
-def split_length_prefixed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Rows (path, content) of whole files -> one row per message: (path, number, bytes, error). A file whose
-    end is cut short yields its remaining bytes as a last message with the error."""
+def _split_batches(batches: Iterator[pa.RecordBatch], split: SplitFile) -> Iterator[pa.RecordBatch]:
+    """Rows (path, content) of whole files -> one row per piece: (path, number from 1, bytes, error), in Arrow
+    batches of at most PIECES_PER_BATCH rows, holding one file's content in Python at a time."""
+    out = _no_pieces()
     for batch in batches:
-        out: dict[str, list] = {"path": [], "origin_line": [], "payload": [], "error": []}
-        for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist(), strict=True):
-            for number, (payload, error) in enumerate(_records(content or b""), start=1):
+        paths, contents = batch.column("path"), batch.column("content")
+        for row in range(batch.num_rows):
+            path = paths[row].as_py()
+            for number, (payload, error) in enumerate(split(contents[row].as_py() or b""), start=1):
                 out["path"].append(path)
                 out["origin_line"].append(number)
                 out["payload"].append(payload)
                 out["error"].append(error)
-        yield pa.RecordBatch.from_pydict(
-            out,
-            schema=pa.schema(
-                [("path", pa.string()), ("origin_line", pa.int64()), ("payload", pa.binary()), ("error", pa.string())]
-            ),
-        )
+                if len(out["path"]) == PIECES_PER_BATCH:
+                    yield pa.RecordBatch.from_pydict(out, schema=_PIECES)
+                    out = _no_pieces()
+    if out["path"]:
+        yield pa.RecordBatch.from_pydict(out, schema=_PIECES)
 
 
-def _records(data: bytes) -> Iterator[tuple[bytes, str | None]]:
+def _no_pieces() -> dict[str, list]:
+    return {"path": [], "origin_line": [], "payload": [], "error": []}
+
+
+def _salvaged_lines(data: bytes) -> Iterator[tuple[bytes, str | None]]:
+    """A gzip file's lines (split as Spark's text reader splits them) up to its damage, then the damage."""
+    decoded, damage = salvage(data)
+    lines = decoded.splitlines(keepends=True)
+    tail = lines.pop() if lines and not lines[-1].endswith((b"\n", b"\r")) else b""
+    for line in lines:
+        yield line.rstrip(b"\r\n"), None
+    if damage is not None:
+        yield tail, DAMAGED_GZIP.format(damage)
+    elif tail:
+        yield tail, None
+
+
+def _length_prefixed(data: bytes) -> Iterator[tuple[bytes, str | None]]:
+    """A `.bin` file's messages; a file whose end is cut short yields its remaining bytes as a last message
+    with the error."""
     position = 0
     while position < len(data):
         left = len(data) - position

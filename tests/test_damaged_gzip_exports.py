@@ -1,0 +1,96 @@
+"""A damaged `.gz` export never fails the hour: its lines up to the damage load, the rest is one quarantined
+message naming the file, the line where the damage begins and the damage, and reconciliation accounts for it."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from format_support import parse_files, source_for
+
+from lakeloader import zones
+from lakeloader.config import SourceConfig
+from lakeloader.generator import dataworks as dw
+from lakeloader.generator import layouts, wire
+from lakeloader.gzip_stream import CUT_SHORT
+from lakeloader.messages import DAMAGED_GZIP, read_messages
+from lakeloader.parse import classify
+from lakeloader.reconcile import run_reconcile
+from lakeloader.reconcile_report import findings
+from lakeloader.runner import run_hours
+
+H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
+AT = H5 + timedelta(minutes=10)
+ORDERS = dw.TableSpec("shop", "orders", (("id", "LONG"), ("status", "STRING")), ("id",))
+PARTIAL = '{"version":"0.0.1","schemaName":"sh'
+
+
+def inserts(ids: range) -> list[str]:
+    return [line for i in ids for line in dw.insert(ORDERS, 100 + i, AT, {"id": i, "status": f"s{i}"})]
+
+
+def cut_gzip(lines: list[str]) -> tuple[bytes, int]:
+    """The lines and the start of one more, as a gzip member followed by a second member cut inside its
+    header (an export interrupted while it was written), and where that second member begins."""
+    first = gzip.compress(("\n".join(lines) + "\n" + PARTIAL).encode(), mtime=0)
+    return first + gzip.compress(b"never written", mtime=0)[:6], len(first)
+
+
+def export(source: SourceConfig, name: str, content: bytes) -> None:
+    path = Path(source.export_uri) / name
+    path.write_bytes(content)
+    os.utime(path, (H5.timestamp() + 1800, H5.timestamp() + 1800))
+
+
+def test_lines_before_the_damage_load_and_the_rest_is_one_quarantined_message(spark, tmp_path):
+    source = source_for("dataworks_json", tmp_path).model_copy(update={"name": "shop"})
+    export(source, "orders-a.json.gz", gzip.compress(("\n".join(inserts(range(1, 4))) + "\n").encode(), mtime=0))
+    damaged, member_at = cut_gzip(inserts(range(4, 7)))
+    export(source, "orders-b.json.gz", damaged)
+
+    reports = run_hours(spark, source, [H5], emit=lambda _: None)
+    land, parse = reports[0], reports[1]
+
+    assert land["damaged_gzip"] == ["orders-b.json.gz"]
+    reason = DAMAGED_GZIP.format(CUT_SHORT.format(member_at))
+    assert (parse["lines"], parse["outcomes"]["data"], parse["quarantine_reasons"]) == (7, 6, {reason: 1})
+    quarantine = pq.read_table(Path(source.lake_root) / zones.bronze_quarantine_dir("shop", H5)).to_pylist()
+    assert [(q["origin_file"], q["origin_line"], q["reason"], q["message"]) for q in quarantine] == [
+        ("orders-b.json.gz", 4, reason, PARTIAL)
+    ]
+    silver = pq.read_table(Path(source.lake_root) / zones.silver_table_dir("shop", "shop", "orders")).to_pylist()
+    assert sorted((r["id"], r["status"]) for r in silver) == [(i, f"s{i}") for i in range(1, 7)]
+    accounting = run_reconcile(spark, source, [H5], ("accounting",), label="test")
+    assert accounting["ok"], findings(accounting)
+    assert accounting["results"][0]["by_file"]["orders-b.json.gz"] == {"data": 3, "quarantined": 1}
+
+
+def test_a_damaged_kcat_export_keeps_the_topic_positions_of_the_envelopes_before_the_damage(spark, tmp_path):
+    changes, _ = wire.keyed_stream(wire.ITEMS, 4)
+    canal = [line for change in changes for line in wire.canal_json(change)]
+    envelopes = layouts.kcat_file([layouts.Positioned("orders", 2, 40 + i, text) for i, text in enumerate(canal)],
+                                  base64_payload=False).decode().splitlines()  # fmt: skip
+    damaged, member_at = cut_gzip(envelopes[:3])
+    path = tmp_path / "hour=05" / "kcat.json.gz"
+    path.parent.mkdir()
+    path.write_bytes(damaged)
+    source = source_for("canal_json", export_layout="kcat")
+    plain = parse_files(spark, source.model_copy(update={"export_layout": "lines"}), *_lines_file(tmp_path, canal))
+
+    messages = read_messages(spark, [f"file://{path}"], source, "2026-11-21T05", damaged_gzip={f"file://{path}"})
+    rows = [r.asDict() for r in classify(messages, source).orderBy("origin_line").collect()]
+
+    assert [(r["origin_line"], r["outcome"], r["origin_offset"], r["after"]) for r in rows] == [
+        *[(i + 1, "data", 40 + i, plain[i]["after"]) for i in range(3)],
+        (4, "quarantined", None, None),
+    ]
+    assert (rows[3]["reject_reason"], rows[3]["text"]) == (DAMAGED_GZIP.format(CUT_SHORT.format(member_at)), PARTIAL)
+
+
+def _lines_file(tmp_path: Path, lines: list[str]) -> list[Path]:
+    path = tmp_path / "hour=05" / "plain.json"
+    path.write_text("\n".join(lines) + "\n")
+    return [path]
