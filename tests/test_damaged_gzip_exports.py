@@ -3,6 +3,7 @@ message naming the file, the line where the damage begins and the damage, and re
 
 from __future__ import annotations
 
+import base64
 import gzip
 import os
 from datetime import UTC, datetime, timedelta
@@ -94,3 +95,26 @@ def _lines_file(tmp_path: Path, lines: list[str]) -> list[Path]:
     path = tmp_path / "hour=05" / "plain.json"
     path.write_text("\n".join(lines) + "\n")
     return [path]
+
+
+def test_a_damaged_bin_gz_export_keeps_its_whole_messages_and_quarantines_the_first_it_does_not_hold(spark, tmp_path):
+    changes, _ = wire.keyed_stream(wire.ITEMS, 4)
+    records = layouts.binary_messages([line for change in changes for line in wire.dts_avro(change)])
+    framed = layouts.length_prefixed_file(records[:4])
+    kept = len(layouts.length_prefixed_file(records[:3])) + 4 + 10  # three messages, the next one's prefix and 10 bytes
+    first = gzip.compress(framed[:kept], mtime=0)
+    path = tmp_path / "hour=05" / "part-0.bin.gz"
+    path.parent.mkdir()
+    path.write_bytes(first + gzip.compress(framed[kept:], mtime=0)[:6])  # the second member cut in its header
+    source = source_for("dts_avro", primary_keys={"shop.items": ("id",)})
+
+    messages = read_messages(spark, [f"file://{path}"], source, "2026-11-21T05", damaged_gzip={f"file://{path}"})
+    rows = [r.asDict() for r in classify(messages, source).orderBy("origin_line").collect()]
+
+    assert [(r["origin_line"], r["outcome"], r["reject_reason"]) for r in rows] == [
+        (1, "data", None),
+        (2, "data", None),
+        (3, "data", None),
+        (4, "quarantined", DAMAGED_GZIP.format(CUT_SHORT.format(len(first)))),
+    ]
+    assert rows[3]["text"] == base64.b64encode(records[3][:10]).decode()

@@ -1,9 +1,10 @@
 """Export layouts (lakeloader.messages): kcat envelopes with text or Base64 payloads, concatenated pretty-printed
-JSON and length-prefixed `.bin` files give the same canonical rows as one message per line, keep the topic
-coordinates, and send framing problems to quarantine with their reason."""
+JSON and length-prefixed `.bin` (and `.bin.gz`) files give the same canonical rows as one message per line, keep
+the topic coordinates, and send framing problems to quarantine with their reason."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -111,6 +112,7 @@ def test_length_prefixed_bin_files_and_kcat_envelopes_carry_dts_avro_records(spa
     )
 
     from_bin = parse_files(spark, source, landed(tmp_path, "part-0.bin", cut))
+    from_bin_gz = parse_files(spark, source, landed(tmp_path, "part-1.bin.gz", gzip.compress(cut, mtime=0)))
     from_kcat = parse_files(
         spark, source.model_copy(update={"export_layout": "kcat"}), landed(tmp_path, "k.json", kcat)
     )
@@ -118,6 +120,7 @@ def test_length_prefixed_bin_files_and_kcat_envelopes_carry_dts_avro_records(spa
     assert [r["outcome"] for r in plain] == ["data"] * 6
     assert seen(from_bin[:-1]) == seen(plain) == seen(from_kcat)
     assert [r["origin_line"] for r in from_bin] == [1, 2, 3, 4, 5, 6, 7]
+    assert seen(from_bin_gz) == seen(from_bin)
     assert (from_bin[-1]["outcome"], from_bin[-1]["reject_reason"]) == (
         "quarantined",
         f"truncated message: its length prefix says {len(binary[0])} bytes, 5 are left in the file",

@@ -14,13 +14,14 @@ Layouts (a source's `export_layout`):
   position (`origin_topic`, `origin_partition`, `origin_offset`); `origin_line` is the envelope's line. A null
   payload is a Kafka tombstone (Debezium writes one after each delete), counted as a control message.
 
-Whatever the layout, a file named `*.bin` holds length-prefixed binary messages: each is a 4-byte big-endian
-unsigned length followed by that many bytes; `origin_line` numbers the messages from 1. A binary format
-(dts_avro) receives each message as Base64 text, a text format as UTF-8 text.
+Whatever the layout, a file named `*.bin` (or `*.bin.gz`, gzip-compressed) holds length-prefixed binary
+messages: each is a 4-byte big-endian unsigned length followed by that many bytes; `origin_line` numbers the
+messages from 1. A binary format (dts_avro) receives each message as Base64 text, a text format as UTF-8 text.
 
 A `.gz` file that land found damaged (lakeloader.gzip_stream) is not given to Spark's reader, which would fail
 the hour: its lines that decode before the damage are read as the layout says, and the rest of the file is
-one quarantined message at the line where the damage begins, with the damage as its reason.
+one quarantined message at the line where the damage begins, with the damage as its reason (for a damaged
+`.bin.gz` file: at the first message it does not hold whole).
 
 Splitting `.bin` files and salvaging damaged `.gz` files is the only Python here (mapInArrow, a whole file at
 a time, so such a file must fit in a task's memory).
@@ -37,11 +38,11 @@ from pyspark.sql import functions as F
 from lakeloader import canonical as C
 from lakeloader.config import BINARY_FORMATS, SourceConfig
 from lakeloader.formats.common import REJECT_REASON, TOMBSTONE, UNWRAP_ERROR, base64_text
-from lakeloader.gzip_stream import salvage
+from lakeloader.gzip_stream import GZIP_SUFFIX, salvage
 from lakeloader.lines import export_name, read_numbered_lines
 
 LINES, CONCATENATED, KCAT = "lines", "concatenated", "kcat"
-LENGTH_PREFIXED_SUFFIX = ".bin"
+LENGTH_PREFIXED_SUFFIXES = (".bin", ".bin" + GZIP_SUFFIX)
 TOMBSTONE_OP = "TOMBSTONE"
 
 NOT_AN_ENVELOPE = "malformed export envelope: not a JSON object"
@@ -61,7 +62,7 @@ _PIECES = pa.schema(
     [("path", pa.string()), ("origin_line", pa.int64()), ("payload", pa.binary()), ("error", pa.string())]
 )
 
-SplitFile = Callable[[bytes], Iterator[tuple[bytes, str | None]]]
+SplitFile = Callable[[str, bytes], Iterator[tuple[bytes, str | None]]]  # (path, content) -> (piece, error)
 
 
 def read_messages(
@@ -70,9 +71,10 @@ def read_messages(
     """The messages of the landed files at `paths` (module docstring), in the source's layout; `damaged_gzip`:
     the paths of `.gz` files that land found damaged."""
     binary_format = source.format in BINARY_FORMATS
-    text_paths = [p for p in paths if not p.endswith(LENGTH_PREFIXED_SUFFIX) and p not in damaged_gzip]
+    prefixed = [p for p in paths if p.endswith(LENGTH_PREFIXED_SUFFIXES)]
+    salvaged = [p for p in paths if p in damaged_gzip and not p.endswith(LENGTH_PREFIXED_SUFFIXES)]
+    text_paths = [p for p in paths if p not in damaged_gzip and not p.endswith(LENGTH_PREFIXED_SUFFIXES)]
     lines = read_numbered_lines(spark, text_paths, source.name, batch_hour)
-    salvaged = [p for p in paths if p in damaged_gzip]
     if salvaged:
         salvaged_lines = salvaged_gzip_lines(spark, salvaged, source.name, batch_hour)
         framing_error = F.col(FRAMING_ERROR)
@@ -86,7 +88,6 @@ def read_messages(
         messages = unframed(lines)
     if salvaged:
         messages = messages.unionByName(unframed(salvaged_lines.where(framing_error.isNotNull()), framing_error))
-    prefixed = [p for p in paths if p.endswith(LENGTH_PREFIXED_SUFFIX)]
     if prefixed:
         records = length_prefixed_messages(spark, prefixed, source.name, batch_hour, keep_base64=binary_format)
         messages = messages.unionByName(records)
@@ -165,8 +166,8 @@ def utf8(data: Column) -> Column:
 def length_prefixed_messages(
     spark: SparkSession, paths: list[str], source: str, batch_hour: str, keep_base64: bool
 ) -> DataFrame:
-    """The messages of `.bin` files: Base64 text (`keep_base64`, binary formats) or UTF-8 text."""
-    split = split_files(spark, paths, _length_prefixed, source, batch_hour)
+    """The messages of `.bin` and `.bin.gz` files: Base64 text (`keep_base64`, binary formats) or UTF-8 text."""
+    split = split_files(spark, paths, _length_prefixed_file, source, batch_hour)
     payload = F.col("payload")
     text = base64_text(payload) if keep_base64 else F.decode(payload, "UTF-8")
     error = F.col("error")
@@ -211,7 +212,7 @@ def _split_batches(batches: Iterator[pa.RecordBatch], split: SplitFile) -> Itera
         paths, contents = batch.column("path"), batch.column("content")
         for row in range(batch.num_rows):
             path = paths[row].as_py()
-            for number, (payload, error) in enumerate(split(contents[row].as_py() or b""), start=1):
+            for number, (payload, error) in enumerate(split(path, contents[row].as_py() or b""), start=1):
                 out["path"].append(path)
                 out["origin_line"].append(number)
                 out["payload"].append(payload)
@@ -227,7 +228,7 @@ def _no_pieces() -> dict[str, list]:
     return {"path": [], "origin_line": [], "payload": [], "error": []}
 
 
-def _salvaged_lines(data: bytes) -> Iterator[tuple[bytes, str | None]]:
+def _salvaged_lines(_path: str, data: bytes) -> Iterator[tuple[bytes, str | None]]:
     """A gzip file's lines (split as Spark's text reader splits them) up to its damage, then the damage."""
     decoded, damage = salvage(data)
     lines = decoded.splitlines(keepends=True)
@@ -240,9 +241,24 @@ def _salvaged_lines(data: bytes) -> Iterator[tuple[bytes, str | None]]:
         yield tail, None
 
 
+def _length_prefixed_file(path: str, data: bytes) -> Iterator[tuple[bytes, str | None]]:
+    """A `.bin` or `.bin.gz` file's messages. A damaged `.bin.gz` file ends with one message for the damage:
+    the bytes of the first message it does not hold whole (none when the damage falls between messages)."""
+    damage = None
+    if path.endswith(GZIP_SUFFIX):
+        data, damage = salvage(data)
+    for payload, error in _length_prefixed(data):
+        if error is not None and damage is not None:
+            yield payload, DAMAGED_GZIP.format(damage)
+            return
+        yield payload, error
+    if damage is not None:
+        yield b"", DAMAGED_GZIP.format(damage)
+
+
 def _length_prefixed(data: bytes) -> Iterator[tuple[bytes, str | None]]:
-    """A `.bin` file's messages; a file whose end is cut short yields its remaining bytes as a last message
-    with the error."""
+    """The messages of length-prefixed bytes; bytes whose end is cut short yield their remaining bytes as a
+    last message with the error."""
     position = 0
     while position < len(data):
         left = len(data) - position
