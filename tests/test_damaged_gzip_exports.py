@@ -1,10 +1,12 @@
 """A damaged `.gz` export never fails the hour: its lines up to the damage load, the rest is one quarantined
-message naming the file, the line where the damage begins and the damage, and reconciliation accounts for it."""
+message naming the file, the line where the damage begins and the damage, reconciliation accounts for it, and
+the hourly check alerts on it."""
 
 from __future__ import annotations
 
 import base64
 import gzip
+import json
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,7 +15,7 @@ import pyarrow.parquet as pq
 from format_support import parse_files, source_for
 
 from lakeloader import zones
-from lakeloader.config import SourceConfig
+from lakeloader.config import SourceConfig, WebhookAlert
 from lakeloader.generator import dataworks as dw
 from lakeloader.generator import layouts, wire
 from lakeloader.gzip_stream import CUT_SHORT
@@ -22,6 +24,7 @@ from lakeloader.parse import classify
 from lakeloader.reconcile import run_reconcile
 from lakeloader.reconcile_report import findings
 from lakeloader.runner import run_hours
+from lakeloader_airflow import checks
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 AT = H5 + timedelta(minutes=10)
@@ -46,8 +49,11 @@ def export(source: SourceConfig, name: str, content: bytes) -> None:
     os.utime(path, (H5.timestamp() + 1800, H5.timestamp() + 1800))
 
 
-def test_lines_before_the_damage_load_and_the_rest_is_one_quarantined_message(spark, tmp_path):
-    source = source_for("dataworks_json", tmp_path).model_copy(update={"name": "shop"})
+def test_lines_before_the_damage_load_the_rest_is_one_quarantined_message_and_the_check_alerts(
+    spark, tmp_path, http_receiver
+):
+    hook = (WebhookAlert(type="webhook", url=f"{http_receiver.url}/hook"),)
+    source = source_for("dataworks_json", tmp_path).model_copy(update={"name": "shop", "alerts": hook})
     export(source, "orders-a.json.gz", gzip.compress(("\n".join(inserts(range(1, 4))) + "\n").encode(), mtime=0))
     damaged, member_at = cut_gzip(inserts(range(4, 7)))
     export(source, "orders-b.json.gz", damaged)
@@ -64,9 +70,17 @@ def test_lines_before_the_damage_load_and_the_rest_is_one_quarantined_message(sp
     ]
     silver = pq.read_table(Path(source.lake_root) / zones.silver_table_dir("shop", "shop", "orders")).to_pylist()
     assert sorted((r["id"], r["status"]) for r in silver) == [(i, f"s{i}") for i in range(1, 7)]
-    accounting = run_reconcile(spark, source, [H5], ("accounting",), label="test")
+    accounting = run_reconcile(spark, source, [H5], ("accounting",), label="run-5")
     assert accounting["ok"], findings(accounting)
     assert accounting["results"][0]["by_file"]["orders-b.json.gz"] == {"data": 3, "quarantined": 1}
+
+    summary = checks.verify_reconciliation(source, "run-5", "lakeloader_shop_hourly", "scheduled__5")
+
+    damage = CUT_SHORT.format(member_at)
+    assert summary["damaged_exports"] == [{"file": "orders-b.json.gz", "damage": damage}]
+    [alert] = [json.loads(r["body"]) for r in http_receiver.received()]
+    assert (alert["kind"], alert["details"]) == ("damaged_export", {"files": [f"orders-b.json.gz: {damage}"]})
+    assert alert["summary"].startswith("Source shop: 1 export file(s) landed in hour 2026-11-21T05 are damaged gzip")
 
 
 def test_a_damaged_kcat_export_keeps_the_topic_positions_of_the_envelopes_before_the_damage(spark, tmp_path):

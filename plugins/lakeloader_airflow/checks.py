@@ -3,7 +3,8 @@ and alert when something is wrong.
 
 - `verify_reconciliation`: the reconcile job's report for this run -> counts (XCom), the readable report
   (task log), and on any gap or mismatch an alert plus a failed task. For an hourly run it also alerts (the
-  run goes on) on DDL the apply step skipped as unsupported when the source's ddl_policy is skip_and_alert.
+  run goes on) on DDL the apply step skipped as unsupported when the source's ddl_policy is skip_and_alert,
+  and on landed `.gz` files that are damaged (what follows the damage was not loaded).
 - `check_freshness`: the source's watermark (newest change or heartbeat loaded, kept by the reconcile job)
   against wall-clock time -> lag (XCom), and an alert plus a failed task when it exceeds the freshness SLA
   or when no heartbeat arrived within the heartbeat timeout.
@@ -18,6 +19,7 @@ from typing import Any
 
 from lakeloader import zones
 from lakeloader.config import SourceConfig
+from lakeloader.land import read_manifest
 from lakeloader.reconcile_report import ACCOUNTING, findings, render_markdown
 from lakeloader.storage import open_store
 from lakeloader_airflow import alerts
@@ -49,6 +51,7 @@ def verify_reconciliation(source: SourceConfig, label: str, dag_id: str, run_id:
     if len(accounting) == 1:
         summary.update(_hour_summary(source, accounting[0]))
         _alert_skipped_ddl(source, summary, dag_id, run_id)
+        _alert_damaged_exports(source, summary, dag_id, run_id)
     for result in report["results"]:
         if result["check"] != ACCOUNTING:
             summary.setdefault("tables", {})[f"{result['check']} {result['table']}"] = {
@@ -95,11 +98,33 @@ def _alert_skipped_ddl(source: SourceConfig, summary: dict[str, Any], dag_id: st
     )
 
 
+def _alert_damaged_exports(source: SourceConfig, summary: dict[str, Any], dag_id: str, run_id: str) -> None:
+    """One alert naming the hour's landed `.gz` files that are damaged: their lines after the damage are lost
+    unless the complete file is exported again under a new name."""
+    damaged = summary["damaged_exports"]
+    if not damaged:
+        return
+    alerts.deliver(
+        source,
+        alerts.Alert(
+            source=source.name,
+            kind=alerts.DAMAGED_EXPORT,
+            summary=f"Source {source.name}: {len(damaged)} export file(s) landed in hour {summary['hour']} are "
+            "damaged gzip: what follows the damage was not loaded (it is in quarantine as one message per file); "
+            "export the complete file again under a new name to load the rest",
+            dag_id=dag_id,
+            run_id=run_id,
+            details={"files": [f"{d['file']}: {d['damage']}" for d in damaged]},
+        ),
+    )
+
+
 def _hour_summary(source: SourceConfig, accounting: dict[str, Any]) -> dict[str, Any]:
     """The hour's counts, and what was quarantined (reasons from the parse report) and where to find it."""
     hour = zones.parse_hour(accounting["hour"])
     parse = _read_json(source, zones.run_report_key(source.name, hour, "parse")) or {}
     apply = _read_json(source, zones.run_report_key(source.name, hour, "apply")) or {}
+    manifest = read_manifest(open_store(source.lake_root, source.s3_endpoint_url), source.name, hour)
     lake = source.lake_root.rstrip("/")
     return {
         "hour": accounting["hour"],
@@ -109,6 +134,7 @@ def _hour_summary(source: SourceConfig, accounting: dict[str, Any]) -> dict[str,
         "quarantine_reasons": parse.get("quarantine_reasons", {}),
         "quarantine_location": f"{lake}/{zones.bronze_quarantine_dir(source.name, hour)}/",
         "ddl_unsupported": apply.get("ddl_unsupported", []),
+        "damaged_exports": [{"file": f.export_key, "damage": f.gzip_error} for f in manifest if f.gzip_error],
     }
 
 
