@@ -9,6 +9,7 @@ from pathlib import Path
 from lakeloader import zones
 from lakeloader.config import SourceConfig
 from lakeloader.engine.deltars import DeltaRsEngine
+from lakeloader.land import RawFiles
 from lakeloader.messages import read_messages
 from lakeloader.parse import classify
 from lakeloader.runner import run_hours
@@ -27,7 +28,7 @@ def source_for(fmt: str, tmp_path: Path | None = None, **overrides) -> SourceCon
 
 def parse_files(spark, source: SourceConfig, *files: Path) -> list[dict]:
     """Classified rows (canonical columns, reject_reason, outcome) of the files, in file and line order."""
-    messages = read_messages(spark, [f"file://{f}" for f in files], source, "2026-11-21T05")
+    messages = read_messages(spark, RawFiles([f"file://{f}" for f in files]), source, "2026-11-21T05")
     rows = classify(messages, source).orderBy("origin_file", "origin_line").collect()
     return [row.asDict(recursive=True) for row in rows]
 

@@ -19,6 +19,7 @@ from lakeloader.config import SourceConfig, WebhookAlert
 from lakeloader.generator import dataworks as dw
 from lakeloader.generator import layouts, wire
 from lakeloader.gzip_stream import CUT_SHORT
+from lakeloader.land import RawFiles
 from lakeloader.messages import DAMAGED_GZIP, read_messages
 from lakeloader.parse import classify
 from lakeloader.reconcile import run_reconcile
@@ -41,6 +42,10 @@ def cut_gzip(lines: list[str]) -> tuple[bytes, int]:
     header (an export interrupted while it was written), and where that second member begins."""
     first = gzip.compress(("\n".join(lines) + "\n" + PARTIAL).encode(), mtime=0)
     return first + gzip.compress(b"never written", mtime=0)[:6], len(first)
+
+
+def damaged(path: Path) -> RawFiles:
+    return RawFiles([f"file://{path}"], damaged_gzip=frozenset([f"file://{path}"]))
 
 
 def export(source: SourceConfig, name: str, content: bytes) -> None:
@@ -95,7 +100,7 @@ def test_a_damaged_kcat_export_keeps_the_topic_positions_of_the_envelopes_before
     source = source_for("canal_json", export_layout="kcat")
     plain = parse_files(spark, source.model_copy(update={"export_layout": "lines"}), *_lines_file(tmp_path, canal))
 
-    messages = read_messages(spark, [f"file://{path}"], source, "2026-11-21T05", damaged_gzip={f"file://{path}"})
+    messages = read_messages(spark, damaged(path), source, "2026-11-21T05")
     rows = [r.asDict() for r in classify(messages, source).orderBy("origin_line").collect()]
 
     assert [(r["origin_line"], r["outcome"], r["origin_offset"], r["after"]) for r in rows] == [
@@ -122,7 +127,7 @@ def test_a_damaged_bin_gz_export_keeps_its_whole_messages_and_quarantines_the_fi
     path.write_bytes(first + gzip.compress(framed[kept:], mtime=0)[:6])  # the second member cut in its header
     source = source_for("dts_avro", primary_keys={"shop.items": ("id",)})
 
-    messages = read_messages(spark, [f"file://{path}"], source, "2026-11-21T05", damaged_gzip={f"file://{path}"})
+    messages = read_messages(spark, damaged(path), source, "2026-11-21T05")
     rows = [r.asDict() for r in classify(messages, source).orderBy("origin_line").collect()]
 
     assert [(r["origin_line"], r["outcome"], r["reject_reason"]) for r in rows] == [

@@ -11,6 +11,7 @@ from lakeloader.config import SUPPORTED_FORMATS
 from lakeloader.formats import ob_types
 from lakeloader.formats.common import decimal_fits, epoch_micros, exact_numbers, integer_text
 from lakeloader.generator import wire
+from lakeloader.land import RawFiles
 from lakeloader.messages import read_messages
 from lakeloader.parse import classify
 
@@ -158,6 +159,6 @@ def test_each_formats_parse_plan_stays_small_after_optimization(spark, tmp_path,
     change = wire.Change(wire.ITEMS, wire.INSERT, 1, None, {"id": 1, "name": "a", "qty": 1})
     source = source_for(fmt, tmp_path, **wire.settings(wire_format, (wire.ITEMS,)))
     write_export_file(source, "part-0.json", "\n".join(wire.WRITERS[wire_format](change)).encode())
-    messages = read_messages(spark, [f"file://{tmp_path}/exports/part-0.json"], source, "2026-11-21T05")
+    messages = read_messages(spark, RawFiles([f"file://{tmp_path}/exports/part-0.json"]), source, "2026-11-21T05")
     plan = classify(messages, source)._jdf.queryExecution().optimizedPlan().toString()
     assert len(plan) < PLAN_CHARS_LIMIT

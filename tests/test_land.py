@@ -271,6 +271,24 @@ def test_damaged_gzip_file_lands_byte_identical_with_its_damage_in_ledger_and_ma
     assert rerun.copied == 0 and rerun.manifest == result.manifest  # the ledger kept the damage
 
 
+def test_export_names_spark_cannot_read_as_they_are_land_percent_encoded_and_the_manifest_keeps_them(
+    source: SourceConfig, exports_dir: Path, lake_dir: Path
+) -> None:
+    names = ["orders-2026-11-21T05:00:00.json", "[a]{b}*?.json", "100%.json", "plain name.json"]
+    for name in names:
+        export(exports_dir, name, name.encode(), HOUR_5 + timedelta(minutes=5))
+
+    result = land_hour(source, HOUR_5)
+
+    assert sorted((f.export_key, f.raw_key.removeprefix(f"{RAW_5}/")) for f in result.manifest) == [
+        ("100%.json", "100%25.json"),
+        ("[a]{b}*?.json", "%5Ba%5D%7Bb%7D%2A%3F.json"),
+        ("orders-2026-11-21T05:00:00.json", "orders-2026-11-21T05%3A00%3A00.json"),
+        ("plain name.json", "plain name.json"),
+    ]
+    assert all((lake_dir / f.raw_key).read_bytes() == f.export_key.encode() for f in result.manifest)
+
+
 def test_files_in_nested_subdirectories_land_under_the_same_relative_paths(
     source: SourceConfig, exports_dir: Path, lake_dir: Path
 ) -> None:

@@ -19,7 +19,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import BinaryIO
 
@@ -118,7 +118,7 @@ def land_hour(
         if item.modified >= cutoff:
             not_due += 1
             continue
-        raw_key = f"{zones.raw_dir(source.name, hour)}/{item.key}"
+        raw_key = f"{zones.raw_dir(source.name, hour)}/{zones.raw_name(item.key)}"
         if raw_key == manifest_key:
             raise LandError(f"export file {item.key!r} would overwrite the hour's manifest {manifest_key}; rename it")
         entry = _copy(exports, lake, item.key, raw_key, hour_text)
@@ -149,14 +149,23 @@ def read_manifest(lake: Store, source: str, hour: datetime) -> list[LandedFile]:
     return [LandedFile(**f) for f in json.loads(lake.read_bytes(key))["files"]]
 
 
-def raw_paths(lake: Store, entries: Iterable[LandedFile]) -> tuple[list[str], set[str]]:
-    """The Spark paths of the entries' raw copies, and which of them are `.gz` files that landed damaged."""
-    paths, damaged = [], set()
-    for entry in entries:
-        paths.append(spark_path(lake.child(entry.raw_key)))
-        if entry.gzip_error:
-            damaged.add(paths[-1])
-    return paths, damaged
+@dataclass(frozen=True)
+class RawFiles:
+    """Landed files as Spark reads them: their paths, those of the `.gz` copies that landed damaged, and the
+    export key of each copy whose name under its hour directory differs from it (`zones.raw_name`)."""
+
+    paths: list[str]
+    damaged_gzip: frozenset[str] = frozenset()
+    export_keys: dict[str, str] = field(default_factory=dict)
+
+
+def raw_files(lake: Store, entries: Iterable[LandedFile]) -> RawFiles:
+    entries = list(entries)
+    return RawFiles(
+        paths=[spark_path(lake.child(e.raw_key)) for e in entries],
+        damaged_gzip=frozenset(spark_path(lake.child(e.raw_key)) for e in entries if e.gzip_error),
+        export_keys={name: e.export_key for e in entries if (name := zones.raw_copy_name(e.raw_key)) != e.export_key},
+    )
 
 
 def _copy(exports: Store, lake: Store, export_key: str, raw_key: str, hour_text: str) -> LandedFile:

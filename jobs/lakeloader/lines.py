@@ -39,7 +39,8 @@ def read_numbered_lines(spark: SparkSession, paths: list[str], source: str, batc
 
 
 def export_name(path: F.Column) -> F.Column:
-    """The file's name in the export location: the part of its raw path after 'hour=HH/', URI-decoded
-    (the whole path for a file read from elsewhere)."""
+    """The landed copy's name under its hour directory: the part of its raw path after 'hour=HH/', URI-decoded
+    (the whole path for a file read from elsewhere). It is the export file's key unless land had to rename
+    the copy (`zones.raw_name`); `messages.read_messages` maps such names back."""
     relative = F.regexp_extract(path, r"/hour=\d{2}/(.*)$", 1)
     return F.url_decode(F.regexp_replace(F.when(relative != "", relative).otherwise(path), r"\+", "%2B"))

@@ -1,7 +1,8 @@
 """Landed export files -> messages, whatever the export's layout: the input of parse and of reconciliation.
 
-Columns: source, batch_hour, origin_file, origin_line, origin_topic, origin_partition, origin_offset, text,
-unwrap_error (why the file's framing yields no message, else NULL) and tombstone (an envelope without payload).
+Columns: source, batch_hour, origin_file (the export file's key), origin_line, origin_topic, origin_partition,
+origin_offset, text, unwrap_error (why the file's framing yields no message, else NULL) and tombstone (an
+envelope without payload).
 
 Layouts (a source's `export_layout`):
 - `lines` (default): one message per line (lakeloader.lines); gzip files are decompressed by extension.
@@ -29,7 +30,7 @@ a time, so such a file must fit in a task's memory).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -39,6 +40,7 @@ from lakeloader import canonical as C
 from lakeloader.config import BINARY_FORMATS, SourceConfig
 from lakeloader.formats.common import REJECT_REASON, TOMBSTONE, UNWRAP_ERROR, base64_text
 from lakeloader.gzip_stream import GZIP_SUFFIX, salvage
+from lakeloader.land import RawFiles
 from lakeloader.lines import export_name, read_numbered_lines
 
 LINES, CONCATENATED, KCAT = "lines", "concatenated", "kcat"
@@ -65,11 +67,10 @@ _PIECES = pa.schema(
 SplitFile = Callable[[str, bytes], Iterator[tuple[bytes, str | None]]]  # (path, content) -> (piece, error)
 
 
-def read_messages(
-    spark: SparkSession, paths: list[str], source: SourceConfig, batch_hour: str, damaged_gzip: Collection[str] = ()
-) -> DataFrame:
-    """The messages of the landed files at `paths` (module docstring), in the source's layout; `damaged_gzip`:
-    the paths of `.gz` files that land found damaged."""
+def read_messages(spark: SparkSession, files: RawFiles, source: SourceConfig, batch_hour: str) -> DataFrame:
+    """The messages of landed files (module docstring), in the source's layout; `origin_file` is the export
+    file's key."""
+    paths, damaged_gzip = files.paths, files.damaged_gzip
     binary_format = source.format in BINARY_FORMATS
     prefixed = [p for p in paths if p.endswith(LENGTH_PREFIXED_SUFFIXES)]
     salvaged = [p for p in paths if p in damaged_gzip and not p.endswith(LENGTH_PREFIXED_SUFFIXES)]
@@ -91,6 +92,9 @@ def read_messages(
     if prefixed:
         records = length_prefixed_messages(spark, prefixed, source.name, batch_hour, keep_base64=binary_format)
         messages = messages.unionByName(records)
+    if files.export_keys:
+        keys = F.create_map(*[F.lit(text) for pair in files.export_keys.items() for text in pair])
+        messages = messages.withColumn("origin_file", F.coalesce(keys[F.col("origin_file")], F.col("origin_file")))
     return messages
 
 

@@ -20,7 +20,7 @@ from lakeloader import zones
 from lakeloader.config import SourceConfig
 from lakeloader.formats import PARSERS
 from lakeloader.formats.common import REJECT_REASON
-from lakeloader.land import raw_paths, read_manifest
+from lakeloader.land import raw_files, read_manifest
 from lakeloader.messages import framed, read_messages
 from lakeloader.storage import Store, open_store, spark_path
 
@@ -65,8 +65,7 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
     hour_text = zones.format_hour(hour)
     manifest = read_manifest(lake, source.name, hour)
-    paths, damaged_gzip = raw_paths(lake, manifest)
-    messages = read_messages(spark, paths, source, hour_text, damaged_gzip)
+    messages = read_messages(spark, raw_files(lake, manifest), source, hour_text)
     # On disk: the in-memory columnar cache builds its batches on the heap and ran a 1g driver out of memory
     # at a million messages an hour. Only quarantine needs the message text: caching every message's text too
     # ran a 1g driver out of heap reading the cache back, at a million Canal messages in one file

@@ -34,7 +34,7 @@ from lakeloader.config import SourceConfig
 from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.lake_index import silver_tables
-from lakeloader.land import raw_paths, read_manifest
+from lakeloader.land import raw_files, read_manifest
 from lakeloader.messages import read_messages
 from lakeloader.parse import EXCLUDED, OUTCOME, QUARANTINED, classify
 from lakeloader.reconcile_report import ACCOUNTING, CHECKS, SNAPSHOT, STATE, audit_rows, render_markdown
@@ -74,8 +74,7 @@ def account_hour(spark: SparkSession, source: SourceConfig, hour: datetime, lake
         else:
             present.append(entry)
 
-    paths, damaged_gzip = raw_paths(lake, present)
-    messages = read_messages(spark, paths, source, hour_text, damaged_gzip).persist(StorageLevel.MEMORY_AND_DISK)
+    messages = read_messages(spark, raw_files(lake, present), source, hour_text).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         statuses = _line_statuses(spark, messages, source, hour, lake).persist(StorageLevel.MEMORY_AND_DISK)
         try:

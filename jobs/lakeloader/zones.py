@@ -1,6 +1,6 @@
 """Where each zone keeps a source's data, relative to the lake root (see docs/architecture.md).
 
-raw/<source>/dt=YYYY-MM-DD/hour=HH/<export file>      landed copies
+raw/<source>/dt=YYYY-MM-DD/hour=HH/<export file>      landed copies (named by raw_name)
 raw/<source>/dt=YYYY-MM-DD/hour=HH/_manifest.json     what landed in that hour
 bronze/<source>/changes/dt=YYYY-MM-DD/hour=HH/        canonical change log (Parquet)
 bronze/<source>/quarantine/dt=YYYY-MM-DD/hour=HH/     rejected messages with reason and origin
@@ -54,6 +54,22 @@ def hour_partition(hour: datetime) -> str:
 
 def raw_dir(source: str, hour: datetime) -> str:
     return f"raw/{source}/{hour_partition(hour)}"
+
+
+# characters Hadoop paths cannot hold (`:`) or that Spark's readers take as a glob pattern, and `%` itself
+_NOT_IN_RAW_NAMES = re.compile(r"[%:{}\[\]*?\\]")
+
+
+def raw_name(export_key: str) -> str:
+    """The name a landed copy gets under its hour directory: the export file's key, with `%`, `:` and the glob
+    characters `{}[]*?\\` percent-encoded, so Spark reads exactly that file (an export named
+    `orders-2026-11-21T05:00:00.json` would fail the job, one named `[a].json` would read `a.json`)."""
+    return _NOT_IN_RAW_NAMES.sub(lambda m: f"%{ord(m.group()):02X}", export_key)
+
+
+def raw_copy_name(raw_key: str) -> str:
+    """The name of a landed copy under its hour directory (`raw/<source>/dt=…/hour=…/<name>`)."""
+    return raw_key.split("/", 4)[4]
 
 
 def manifest_key(source: str, hour: datetime) -> str:
