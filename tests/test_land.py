@@ -104,7 +104,7 @@ def test_first_run_copies_due_files_and_writes_manifest_with_sizes_and_checksums
                 "size": len(a),
                 "sha256": sha256(a),
                 "hour": "2026-03-01T05",
-                "gzip_error": None,
+                "damage": None,
             },
             {
                 "export_key": "topic-b.json",
@@ -112,7 +112,7 @@ def test_first_run_copies_due_files_and_writes_manifest_with_sizes_and_checksums
                 "size": len(b),
                 "sha256": sha256(b),
                 "hour": "2026-03-01T05",
-                "gzip_error": None,
+                "damage": None,
             },
         ],
     }
@@ -126,7 +126,7 @@ def test_first_run_copies_due_files_and_writes_manifest_with_sizes_and_checksums
         "already_landed": 0,
         "not_yet_due": 0,
         "changed_after_landing": [],
-        "damaged_gzip": [],
+        "damaged": [],
     }
 
 
@@ -145,7 +145,7 @@ def test_ledger_holds_one_entry_per_landed_file_naming_its_hour(
             "size": 1,
             "sha256": sha256(b"a"),
             "hour": "2026-03-01T05",
-            "gzip_error": None,
+            "damage": None,
         },
         "b.json": {
             "export_key": "b.json",
@@ -153,7 +153,7 @@ def test_ledger_holds_one_entry_per_landed_file_naming_its_hour(
             "size": 2,
             "sha256": sha256(b"bb"),
             "hour": "2026-03-01T06",
-            "gzip_error": None,
+            "damage": None,
         },
     }
 
@@ -245,10 +245,10 @@ def test_gzip_file_lands_byte_identical(source: SourceConfig, exports_dir: Path,
     assert gzip.decompress(raw) == lines
     assert result.manifest[0].size == len(compressed)
     assert result.manifest[0].sha256 == sha256(compressed)
-    assert result.manifest[0].gzip_error is None
+    assert result.manifest[0].damage is None
 
 
-def test_damaged_gzip_file_lands_byte_identical_with_its_damage_in_ledger_and_manifest(
+def test_damaged_file_lands_byte_identical_with_its_damage_in_ledger_and_manifest(
     source: SourceConfig, exports_dir: Path, lake_dir: Path
 ) -> None:
     compressed = gzip.compress(b"".join(b'{"id":%d}\n' % i for i in range(5000)), mtime=0)
@@ -261,13 +261,13 @@ def test_damaged_gzip_file_lands_byte_identical_with_its_damage_in_ledger_and_ma
     rerun = land_hour(source, HOUR_5)
 
     assert (lake_dir / RAW_5 / "cut.json.gz").read_bytes() == cut
-    assert [(f.export_key, f.size, f.gzip_error) for f in result.manifest] == [
+    assert [(f.export_key, f.size, f.damage) for f in result.manifest] == [
         ("cut.json.gz", len(cut), "gzip member at byte 0 is cut short"),
         ("padded.json.gz", len(compressed) + 4,
          f"corrupt gzip member at byte {len(compressed)} (Error -3 while decompressing data: incorrect header check)"),
         ("whole.json.gz", len(compressed), None),
     ]  # fmt: skip
-    assert result.summary()["damaged_gzip"] == ["cut.json.gz", "padded.json.gz"]
+    assert result.summary()["damaged"] == ["cut.json.gz", "padded.json.gz"]
     assert rerun.copied == 0 and rerun.manifest == result.manifest  # the ledger kept the damage
 
 
@@ -532,7 +532,7 @@ def test_s3_gzip_and_nested_keys_land_byte_identical(s3_source: SourceConfig, s3
 
     result = land_hour(s3_source, hour)
 
-    assert [(f.export_key, f.raw_key, f.size, f.sha256, f.gzip_error) for f in result.manifest] == [
+    assert [(f.export_key, f.raw_key, f.size, f.sha256, f.damage) for f in result.manifest] == [
         ("orders/2026/03/01/part-1.json.gz", f"{raw}/orders/2026/03/01/part-1.json.gz", len(compressed),
          sha256(compressed), None),
         ("orders/2026/03/01/part-2.json.gz", f"{raw}/orders/2026/03/01/part-2.json.gz", len(compressed) - 1,

@@ -8,8 +8,9 @@ modification time is earlier than the end of H), then writes H's manifest from t
 - a file that appears after H's run lands in the next run, never lost;
 - rerunning H restores a raw copy of H that went missing, if the export file still has the landed bytes
   (otherwise it fails with LandError rather than write a manifest its raw copies do not match).
-A `.gz` file is decoded as it is copied (lakeloader.gzip_stream): a damaged one still lands, with its damage
-in `gzip_error`, so that reading it salvages what decodes instead of failing the hour.
+A `.gz` file is decoded as it is copied (lakeloader.compression): a damaged one still lands, with its damage
+in `damage`, so that reading it salvages what decodes instead of failing the hour. A file in a compression
+that cannot be read lands too, with that as its `damage`.
 Runs of one source must not land concurrently (the hourly DAG has max_active_runs=1).
 """
 
@@ -24,8 +25,8 @@ from datetime import UTC, datetime, timedelta
 from typing import BinaryIO
 
 from lakeloader import zones
+from lakeloader.compression import GZIP_SUFFIX, GzipStream, unsupported_compression
 from lakeloader.config import SourceConfig
-from lakeloader.gzip_stream import GZIP_SUFFIX, GzipStream
 from lakeloader.storage import Store, open_store, spark_path
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ class LandedFile:
     size: int
     sha256: str
     hour: str
-    gzip_error: str | None = None  # a `.gz` file's damage (entries landed before the check have none)
+    damage: str | None = None  # why it cannot be read whole: a damaged gzip stream, an unsupported compression
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class LandResult:
     already_landed: int
     not_yet_due: int
     changed_after_landing: list[str]
-    damaged_gzip: list[str]
+    damaged: list[str]
 
     def summary(self) -> dict[str, object]:
         return {
@@ -66,7 +67,7 @@ class LandResult:
             "already_landed": self.already_landed,
             "not_yet_due": self.not_yet_due,
             "changed_after_landing": self.changed_after_landing,
-            "damaged_gzip": self.damaged_gzip,
+            "damaged": self.damaged,
         }
 
 
@@ -133,10 +134,9 @@ def land_hour(
     lake.write_bytes(manifest_key, json.dumps(document, indent=1, sort_keys=True).encode())
     if changed:
         log.warning("export files changed after they were landed (not landed again): %s", changed)
-    damaged = [e for e in manifest if e.gzip_error]
+    damaged = [e for e in manifest if e.damage]
     for entry in damaged:
-        log.warning("%s: %s; its lines up to the damage are read, the rest quarantined", entry.export_key,
-                    entry.gzip_error)  # fmt: skip
+        log.warning("%s: %s; what cannot be read is quarantined", entry.export_key, entry.damage)
     damaged_keys = [e.export_key for e in damaged]
     return LandResult(source.name, hour_text, manifest, copied, already, not_due, changed, damaged_keys)
 
@@ -151,11 +151,11 @@ def read_manifest(lake: Store, source: str, hour: datetime) -> list[LandedFile]:
 
 @dataclass(frozen=True)
 class RawFiles:
-    """Landed files as Spark reads them: their paths, those of the `.gz` copies that landed damaged, and the
+    """Landed files as Spark reads them: their paths, those of the copies that cannot be read whole, and the
     export key of each copy whose name under its hour directory differs from it (`zones.raw_name`)."""
 
     paths: list[str]
-    damaged_gzip: frozenset[str] = frozenset()
+    damaged: frozenset[str] = frozenset()
     export_keys: dict[str, str] = field(default_factory=dict)
 
 
@@ -163,7 +163,7 @@ def raw_files(lake: Store, entries: Iterable[LandedFile]) -> RawFiles:
     entries = list(entries)
     return RawFiles(
         paths=[spark_path(lake.child(e.raw_key)) for e in entries],
-        damaged_gzip=frozenset(spark_path(lake.child(e.raw_key)) for e in entries if e.gzip_error),
+        damaged=frozenset(spark_path(lake.child(e.raw_key)) for e in entries if e.damage),
         export_keys={name: e.export_key for e in entries if (name := zones.raw_copy_name(e.raw_key)) != e.export_key},
     )
 
@@ -173,8 +173,8 @@ def _copy(exports: Store, lake: Store, export_key: str, raw_key: str, hour_text:
     with exports.open_read(export_key) as stream:
         reader = _HashingReader(stream, gzip)
         lake.upload(raw_key, reader)  # type: ignore[arg-type]
-    gzip_error = gzip.close() if gzip is not None else None
-    return LandedFile(export_key, raw_key, reader.size, reader.digest.hexdigest(), hour_text, gzip_error)
+    damage = gzip.close() if gzip is not None else unsupported_compression(export_key)
+    return LandedFile(export_key, raw_key, reader.size, reader.digest.hexdigest(), hour_text, damage)
 
 
 def _restore_missing_copy(exports: Store, lake: Store, entry: LandedFile, export_present: bool) -> None:

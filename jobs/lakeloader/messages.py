@@ -19,10 +19,13 @@ Whatever the layout, a file named `*.bin` (or `*.bin.gz`, gzip-compressed) holds
 messages: each is a 4-byte big-endian unsigned length followed by that many bytes; `origin_line` numbers the
 messages from 1. A binary format (dts_avro) receives each message as Base64 text, a text format as UTF-8 text.
 
-A `.gz` file that land found damaged (lakeloader.gzip_stream) is not given to Spark's reader, which would fail
+A `.gz` file that land found damaged (lakeloader.compression) is not given to Spark's reader, which would fail
 the hour: its lines that decode before the damage are read as the layout says, and the rest of the file is
 one quarantined message at the line where the damage begins, with the damage as its reason (for a damaged
 `.bin.gz` file: at the first message it does not hold whole).
+
+A file in a compression that cannot be read (lakeloader.compression) is not read: it is one quarantined
+message at line 1 with the reason.
 
 Splitting `.bin` files and salvaging damaged `.gz` files is the only Python here (mapInArrow, a whole file at
 a time, so such a file must fit in a task's memory).
@@ -37,9 +40,9 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from lakeloader import canonical as C
+from lakeloader.compression import GZIP_SUFFIX, salvage, unsupported_compression
 from lakeloader.config import BINARY_FORMATS, SourceConfig
 from lakeloader.formats.common import REJECT_REASON, TOMBSTONE, UNWRAP_ERROR, base64_text
-from lakeloader.gzip_stream import GZIP_SUFFIX, salvage
 from lakeloader.land import RawFiles
 from lakeloader.lines import export_name, read_numbered_lines
 
@@ -70,11 +73,11 @@ SplitFile = Callable[[str, bytes], Iterator[tuple[bytes, str | None]]]  # (path,
 def read_messages(spark: SparkSession, files: RawFiles, source: SourceConfig, batch_hour: str) -> DataFrame:
     """The messages of landed files (module docstring), in the source's layout; `origin_file` is the export
     file's key."""
-    paths, damaged_gzip = files.paths, files.damaged_gzip
     binary_format = source.format in BINARY_FORMATS
-    prefixed = [p for p in paths if p.endswith(LENGTH_PREFIXED_SUFFIXES)]
-    salvaged = [p for p in paths if p in damaged_gzip and not p.endswith(LENGTH_PREFIXED_SUFFIXES)]
-    text_paths = [p for p in paths if p not in damaged_gzip and not p.endswith(LENGTH_PREFIXED_SUFFIXES)]
+    by_reading: dict[str, list[str]] = {how: [] for how in (_TEXT, _PREFIXED, _SALVAGED, _UNREAD)}
+    for path in files.paths:
+        by_reading[_reading(path, files.damaged)].append(path)
+    text_paths, prefixed, salvaged, unread = by_reading.values()
     lines = read_numbered_lines(spark, text_paths, source.name, batch_hour)
     if salvaged:
         salvaged_lines = salvaged_gzip_lines(spark, salvaged, source.name, batch_hour)
@@ -92,10 +95,39 @@ def read_messages(spark: SparkSession, files: RawFiles, source: SourceConfig, ba
     if prefixed:
         records = length_prefixed_messages(spark, prefixed, source.name, batch_hour, keep_base64=binary_format)
         messages = messages.unionByName(records)
+    if unread:
+        messages = messages.unionByName(unread_messages(spark, unread, source.name, batch_hour))
     if files.export_keys:
         keys = F.create_map(*[F.lit(text) for pair in files.export_keys.items() for text in pair])
         messages = messages.withColumn("origin_file", F.coalesce(keys[F.col("origin_file")], F.col("origin_file")))
     return messages
+
+
+_TEXT, _PREFIXED, _SALVAGED, _UNREAD = "text", "length-prefixed", "salvaged", "unread"
+
+
+def _reading(path: str, damaged: frozenset[str]) -> str:
+    """How a landed file is read: as text lines by Spark, as length-prefixed messages, salvaged from a damaged
+    gzip stream, or not at all (an unsupported compression)."""
+    if unsupported_compression(path):
+        return _UNREAD
+    if path.endswith(LENGTH_PREFIXED_SUFFIXES):
+        return _PREFIXED
+    return _SALVAGED if path in damaged else _TEXT
+
+
+def unread_messages(spark: SparkSession, paths: list[str], source: str, batch_hour: str) -> DataFrame:
+    """One message per file that is not read (an unsupported compression), at line 1, with the reason."""
+    files = spark.createDataFrame([(p, unsupported_compression(p)) for p in paths], "path string, error string")
+    records = files.select(
+        F.lit(source).alias("source"),
+        F.lit(batch_hour).alias("batch_hour"),
+        export_name(F.col("path")).alias("origin_file"),
+        F.lit(1).cast("bigint").alias("origin_line"),
+        F.lit("").alias("text"),
+        F.col("error").alias(FRAMING_ERROR),
+    )
+    return unframed(records, F.col(FRAMING_ERROR))
 
 
 def unframed(lines: DataFrame, error: Column | None = None) -> DataFrame:

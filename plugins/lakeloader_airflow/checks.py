@@ -4,7 +4,7 @@ and alert when something is wrong.
 - `verify_reconciliation`: the reconcile job's report for this run -> counts (XCom), the readable report
   (task log), and on any gap or mismatch an alert plus a failed task. For an hourly run it also alerts (the
   run goes on) on DDL the apply step skipped as unsupported when the source's ddl_policy is skip_and_alert,
-  and on landed `.gz` files that are damaged (what follows the damage was not loaded).
+  and on landed export files that cannot be read whole (a damaged `.gz`, an unsupported compression).
 - `check_freshness`: the source's watermark (newest change or heartbeat loaded, kept by the reconcile job)
   against wall-clock time -> lag (XCom), and an alert plus a failed task when it exceeds the freshness SLA
   or when no heartbeat arrived within the heartbeat timeout.
@@ -99,8 +99,9 @@ def _alert_skipped_ddl(source: SourceConfig, summary: dict[str, Any], dag_id: st
 
 
 def _alert_damaged_exports(source: SourceConfig, summary: dict[str, Any], dag_id: str, run_id: str) -> None:
-    """One alert naming the hour's landed `.gz` files that are damaged: their lines after the damage are lost
-    unless the complete file is exported again under a new name."""
+    """One alert naming the hour's landed files that cannot be read whole (a damaged `.gz`, an unsupported
+    compression): what could not be read is missing from silver until the file is exported again, readable,
+    under a new name."""
     damaged = summary["damaged_exports"]
     if not damaged:
         return
@@ -109,9 +110,9 @@ def _alert_damaged_exports(source: SourceConfig, summary: dict[str, Any], dag_id
         alerts.Alert(
             source=source.name,
             kind=alerts.DAMAGED_EXPORT,
-            summary=f"Source {source.name}: {len(damaged)} export file(s) landed in hour {summary['hour']} are "
-            "damaged gzip: what follows the damage was not loaded (it is in quarantine as one message per file); "
-            "export the complete file again under a new name to load the rest",
+            summary=f"Source {source.name}: {len(damaged)} export file(s) landed in hour {summary['hour']} cannot "
+            "be read whole: what could not be read was not loaded (one quarantined message per file); export the "
+            "file again, complete and uncompressed or as .gz, under a new name to load the rest",
             dag_id=dag_id,
             run_id=run_id,
             details={"files": [f"{d['file']}: {d['damage']}" for d in damaged]},
@@ -134,7 +135,7 @@ def _hour_summary(source: SourceConfig, accounting: dict[str, Any]) -> dict[str,
         "quarantine_reasons": parse.get("quarantine_reasons", {}),
         "quarantine_location": f"{lake}/{zones.bronze_quarantine_dir(source.name, hour)}/",
         "ddl_unsupported": apply.get("ddl_unsupported", []),
-        "damaged_exports": [{"file": f.export_key, "damage": f.gzip_error} for f in manifest if f.gzip_error],
+        "damaged_exports": [{"file": f.export_key, "damage": f.damage} for f in manifest if f.damage],
     }
 
 

@@ -274,8 +274,9 @@ _VERIFY_DOC = """\
 Reads this run's reconciliation report and logs it in readable form. XCom: the hour, messages landed,
 counts per outcome, what was quarantined (count, reasons, location) and the report's location. A gap
 (a missing landed file, a message neither in bronze nor quarantine, one counted twice) fails the task
-and alerts with what is missing. DDL skipped as unsupported (under `skip_and_alert`) and damaged `.gz`
-export files are alerted too (`ddl_skipped`, `damaged_export`), and the run goes on.
+and alerts with what is missing. DDL skipped as unsupported (under `skip_and_alert`) and export files that
+cannot be read whole (a damaged `.gz`, an unsupported compression) are alerted too (`ddl_skipped`,
+`damaged_export`), and the run goes on.
 """
 
 _FRESHNESS_DOC = """\

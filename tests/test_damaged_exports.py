@@ -1,6 +1,7 @@
-"""A damaged `.gz` export never fails the hour: its lines up to the damage load, the rest is one quarantined
-message naming the file, the line where the damage begins and the damage, reconciliation accounts for it, and
-the hourly check alerts on it."""
+"""An export file that cannot be read whole never fails the hour: a damaged `.gz` file's lines up to the damage
+load, the rest is one quarantined message naming the file, the line where the damage begins and the damage; a
+file in an unsupported compression is one quarantined message; reconciliation accounts for both, and the
+hourly check alerts on them."""
 
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ import pyarrow.parquet as pq
 from format_support import parse_files, source_for
 
 from lakeloader import zones
+from lakeloader.compression import CUT_SHORT, UNSUPPORTED
 from lakeloader.config import SourceConfig, WebhookAlert
 from lakeloader.generator import dataworks as dw
 from lakeloader.generator import layouts, wire
-from lakeloader.gzip_stream import CUT_SHORT
 from lakeloader.land import RawFiles
 from lakeloader.messages import DAMAGED_GZIP, read_messages
 from lakeloader.parse import classify
@@ -44,8 +45,8 @@ def cut_gzip(lines: list[str]) -> tuple[bytes, int]:
     return first + gzip.compress(b"never written", mtime=0)[:6], len(first)
 
 
-def damaged(path: Path) -> RawFiles:
-    return RawFiles([f"file://{path}"], damaged_gzip=frozenset([f"file://{path}"]))
+def flagged_damaged(path: Path) -> RawFiles:
+    return RawFiles([f"file://{path}"], damaged=frozenset([f"file://{path}"]))
 
 
 def export(source: SourceConfig, name: str, content: bytes) -> None:
@@ -54,38 +55,48 @@ def export(source: SourceConfig, name: str, content: bytes) -> None:
     os.utime(path, (H5.timestamp() + 1800, H5.timestamp() + 1800))
 
 
-def test_lines_before_the_damage_load_the_rest_is_one_quarantined_message_and_the_check_alerts(
+def test_unreadable_exports_are_quarantined_as_far_as_they_cannot_be_read_and_the_check_alerts(
     spark, tmp_path, http_receiver
 ):
     hook = (WebhookAlert(type="webhook", url=f"{http_receiver.url}/hook"),)
     source = source_for("dataworks_json", tmp_path).model_copy(update={"name": "shop", "alerts": hook})
     export(source, "orders-a.json.gz", gzip.compress(("\n".join(inserts(range(1, 4))) + "\n").encode(), mtime=0))
-    damaged, member_at = cut_gzip(inserts(range(4, 7)))
-    export(source, "orders-b.json.gz", damaged)
+    cut, member_at = cut_gzip(inserts(range(4, 7)))
+    export(source, "orders-b.json.gz", cut)
+    export(source, "orders-c.json.zst", b"(\xb5/\xfd" + bytes(20))  # zstd: Spark here cannot read it
 
     reports = run_hours(spark, source, [H5], emit=lambda _: None)
     land, parse = reports[0], reports[1]
 
-    assert land["damaged_gzip"] == ["orders-b.json.gz"]
-    reason = DAMAGED_GZIP.format(CUT_SHORT.format(member_at))
-    assert (parse["lines"], parse["outcomes"]["data"], parse["quarantine_reasons"]) == (7, 6, {reason: 1})
+    assert land["damaged"] == ["orders-b.json.gz", "orders-c.json.zst"]
+    cut_short, zstd = CUT_SHORT.format(member_at), UNSUPPORTED.format(".zst")
+    reason = DAMAGED_GZIP.format(cut_short)
+    assert (parse["lines"], parse["outcomes"]["data"], parse["quarantine_reasons"]) == (8, 6, {reason: 1, zstd: 1})
     quarantine = pq.read_table(Path(source.lake_root) / zones.bronze_quarantine_dir("shop", H5)).to_pylist()
-    assert [(q["origin_file"], q["origin_line"], q["reason"], q["message"]) for q in quarantine] == [
-        ("orders-b.json.gz", 4, reason, PARTIAL)
+    assert sorted((q["origin_file"], q["origin_line"], q["reason"], q["message"]) for q in quarantine) == [
+        ("orders-b.json.gz", 4, reason, PARTIAL),
+        ("orders-c.json.zst", 1, zstd, ""),
     ]
     silver = pq.read_table(Path(source.lake_root) / zones.silver_table_dir("shop", "shop", "orders")).to_pylist()
     assert sorted((r["id"], r["status"]) for r in silver) == [(i, f"s{i}") for i in range(1, 7)]
     accounting = run_reconcile(spark, source, [H5], ("accounting",), label="run-5")
     assert accounting["ok"], findings(accounting)
-    assert accounting["results"][0]["by_file"]["orders-b.json.gz"] == {"data": 3, "quarantined": 1}
+    by_file = accounting["results"][0]["by_file"]
+    assert (by_file["orders-b.json.gz"], by_file["orders-c.json.zst"]) == ({"data": 3, "quarantined": 1},
+                                                                          {"quarantined": 1})  # fmt: skip
 
     summary = checks.verify_reconciliation(source, "run-5", "lakeloader_shop_hourly", "scheduled__5")
 
-    damage = CUT_SHORT.format(member_at)
-    assert summary["damaged_exports"] == [{"file": "orders-b.json.gz", "damage": damage}]
+    assert summary["damaged_exports"] == [
+        {"file": "orders-b.json.gz", "damage": cut_short},
+        {"file": "orders-c.json.zst", "damage": zstd},
+    ]
     [alert] = [json.loads(r["body"]) for r in http_receiver.received()]
-    assert (alert["kind"], alert["details"]) == ("damaged_export", {"files": [f"orders-b.json.gz: {damage}"]})
-    assert alert["summary"].startswith("Source shop: 1 export file(s) landed in hour 2026-11-21T05 are damaged gzip")
+    assert (alert["kind"], alert["details"]["files"]) == (
+        "damaged_export",
+        [f"orders-b.json.gz: {cut_short}", f"orders-c.json.zst: {zstd}"],
+    )
+    assert alert["summary"].startswith("Source shop: 2 export file(s) landed in hour 2026-11-21T05 cannot be read")
 
 
 def test_a_damaged_kcat_export_keeps_the_topic_positions_of_the_envelopes_before_the_damage(spark, tmp_path):
@@ -93,14 +104,14 @@ def test_a_damaged_kcat_export_keeps_the_topic_positions_of_the_envelopes_before
     canal = [line for change in changes for line in wire.canal_json(change)]
     envelopes = layouts.kcat_file([layouts.Positioned("orders", 2, 40 + i, text) for i, text in enumerate(canal)],
                                   base64_payload=False).decode().splitlines()  # fmt: skip
-    damaged, member_at = cut_gzip(envelopes[:3])
+    cut, member_at = cut_gzip(envelopes[:3])
     path = tmp_path / "hour=05" / "kcat.json.gz"
     path.parent.mkdir()
-    path.write_bytes(damaged)
+    path.write_bytes(cut)
     source = source_for("canal_json", export_layout="kcat")
     plain = parse_files(spark, source.model_copy(update={"export_layout": "lines"}), *_lines_file(tmp_path, canal))
 
-    messages = read_messages(spark, damaged(path), source, "2026-11-21T05")
+    messages = read_messages(spark, flagged_damaged(path), source, "2026-11-21T05")
     rows = [r.asDict() for r in classify(messages, source).orderBy("origin_line").collect()]
 
     assert [(r["origin_line"], r["outcome"], r["origin_offset"], r["after"]) for r in rows] == [
@@ -127,7 +138,7 @@ def test_a_damaged_bin_gz_export_keeps_its_whole_messages_and_quarantines_the_fi
     path.write_bytes(first + gzip.compress(framed[kept:], mtime=0)[:6])  # the second member cut in its header
     source = source_for("dts_avro", primary_keys={"shop.items": ("id",)})
 
-    messages = read_messages(spark, damaged(path), source, "2026-11-21T05")
+    messages = read_messages(spark, flagged_damaged(path), source, "2026-11-21T05")
     rows = [r.asDict() for r in classify(messages, source).orderBy("origin_line").collect()]
 
     assert [(r["origin_line"], r["outcome"], r["reject_reason"]) for r in rows] == [

@@ -1,5 +1,5 @@
-"""Damaged gzip exports (lakeloader.gzip_stream): which decoded bytes are trusted and how the damage is named,
-whatever the pieces the file arrives in."""
+"""Compressed exports (lakeloader.compression): which compressions are refused, and for damaged gzip files which
+decoded bytes are trusted and how the damage is named, whatever the pieces the file arrives in."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from itertools import pairwise
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lakeloader.gzip_stream import CORRUPT, CUT_SHORT, GzipStream, salvage
+from lakeloader.compression import CORRUPT, CUT_SHORT, UNSUPPORTED, GzipStream, salvage, unsupported_compression
 
 FIRST = b"".join(b'{"id": %d}\n' % i for i in range(3000))
 SECOND = b"".join(b'{"id": %d, "more": true}\n' % i for i in range(3000))
@@ -74,3 +74,15 @@ def test_a_highly_compressed_member_decodes_in_bounded_pieces():
     zeros = gzip.compress(bytes(40 << 20), mtime=0)  # 40 MiB of zeros in about 40 KiB
 
     assert salvage(zeros) == (bytes(40 << 20), None)
+
+
+def test_compressions_spark_cannot_read_are_named_and_readable_ones_are_not():
+    assert [unsupported_compression(n) for n in ("a.json.zst", "b.JSON.ZIP", "c.bin.lz4", "d.xz")] == [
+        UNSUPPORTED.format(".zst"),
+        UNSUPPORTED.format(".zip"),
+        UNSUPPORTED.format(".lz4"),
+        UNSUPPORTED.format(".xz"),
+    ]
+    assert [unsupported_compression(n) for n in ("a.json", "b.json.gz", "c.csv.bz2", "d.deflate", "e.bin")] == [
+        None
+    ] * 5

@@ -1,7 +1,11 @@
-"""Decoding gzip export files that may be damaged: what decodes before the damage, and why it stops.
+"""Compressed export files: which compressions can be read, and decoding gzip files that may be damaged.
 
-Spark's text reader fails the whole job on a `.gz` file that is cut short or corrupt, and on any bytes after
-its last member (zero padding too). So land checks every `.gz` file while it copies it and records the
+Spark reads `.gz`, `.bz2` and `.deflate` files by their suffix. Files in other common compressions would fail
+the whole job (`.zst`, and `.lz4` as the lz4 tool writes it) or be read as lines of binary junk (`.xz`,
+`.zip`, ...): `unsupported_compression` names them, and such a file is one quarantined message instead.
+
+Spark's text reader also fails the whole job on a `.gz` file that is cut short or corrupt, and on any bytes
+after its last member (zero padding too). So land checks every `.gz` file while it copies it and records the
 damage in the ledger and the manifest; reading messages then salvages a damaged file here instead of
 handing it to Spark.
 
@@ -19,6 +23,14 @@ _GZIP_WBITS = 31  # zlib's window bits for data with a gzip header and trailer
 _PIECE = 1 << 24  # most bytes decoded per zlib call, so a highly compressed member never decodes all at once
 CORRUPT = "corrupt gzip member at byte {} ({})"
 CUT_SHORT = "gzip member at byte {} is cut short"
+UNSUPPORTED_SUFFIXES = (".7z", ".br", ".lz4", ".lzma", ".rar", ".xz", ".zip", ".zst", ".zstd")
+UNSUPPORTED = "unsupported compression {}: the file was not read; export it uncompressed or as .gz"
+
+
+def unsupported_compression(name: str) -> str | None:
+    """Why a file of this name cannot be read (UNSUPPORTED), or None."""
+    suffix = next((s for s in UNSUPPORTED_SUFFIXES if name.lower().endswith(s)), None)
+    return UNSUPPORTED.format(suffix) if suffix else None
 
 
 class GzipStream:
