@@ -134,11 +134,10 @@ def land_hour(
     lake.write_bytes(manifest_key, json.dumps(document, indent=1, sort_keys=True).encode())
     if changed:
         log.warning("export files changed after they were landed (not landed again): %s", changed)
-    damaged = [e for e in manifest if e.damage]
-    for entry in damaged:
-        log.warning("%s: %s; what cannot be read is quarantined", entry.export_key, entry.damage)
-    damaged_keys = [e.export_key for e in damaged]
-    return LandResult(source.name, hour_text, manifest, copied, already, not_due, changed, damaged_keys)
+    damaged = {e.export_key: e.damage for e in manifest if e.damage}
+    if damaged:
+        log.warning("export files that cannot be read whole (what cannot be read is quarantined): %s", damaged)
+    return LandResult(source.name, hour_text, manifest, copied, already, not_due, changed, list(damaged))
 
 
 def read_manifest(lake: Store, source: str, hour: datetime) -> list[LandedFile]:
