@@ -29,13 +29,19 @@ def test_odd_export_names_load_once_each_and_keep_their_names_in_quarantine_and_
         path.write_text("\n".join([*dw.insert(ORDERS, 100 + i, H5, {"id": i, "status": name}), "{bad"]) + "\n")
         os.utime(path, (H5.timestamp() + 600, H5.timestamp() + 600))
 
+    unread = tmp_path / "exports" / "05:00 100%.json.zst"  # not read, but named in quarantine all the same
+    unread.write_bytes(b"(\xb5/\xfd")
+    os.utime(unread, (H5.timestamp() + 600, H5.timestamp() + 600))
+
     reports = run_hours(spark, source, [H5], emit=lambda _: None)
     accounting = run_reconcile(spark, source, [H5], ("accounting",), label="names")
 
-    assert (reports[1]["lines"], reports[1]["outcomes"]["data"], reports[1]["outcomes"]["quarantined"]) == (14, 7, 7)
+    assert (reports[1]["lines"], reports[1]["outcomes"]["data"], reports[1]["outcomes"]["quarantined"]) == (15, 7, 8)
     quarantine = pq.read_table(tmp_path / "lake" / zones.bronze_quarantine_dir("shop", H5)).to_pylist()
-    assert sorted((q["origin_file"], q["origin_line"]) for q in quarantine) == sorted((n, 2) for n in NAMES)
+    assert sorted((q["origin_file"], q["origin_line"]) for q in quarantine) == sorted(
+        [*((n, 2) for n in NAMES), (unread.name, 1)]
+    )
     silver = pq.read_table(tmp_path / "lake" / zones.silver_table_dir("shop", "shop", "orders")).to_pylist()
     assert sorted((r["id"], r["status"]) for r in silver) == list(enumerate(NAMES))
     assert accounting["ok"], findings(accounting)
-    assert sorted(accounting["results"][0]["by_file"]) == sorted(NAMES)
+    assert sorted(accounting["results"][0]["by_file"]) == sorted([*NAMES, unread.name])
