@@ -15,11 +15,12 @@ import pytest
 from deltalake import DeltaTable
 
 from lakeloader import zones
-from lakeloader.config import SnapshotExport, SourceConfig
+from lakeloader.config import SnapshotExport, SourceConfig, WebhookAlert
 from lakeloader.generator import dataworks as dw
 from lakeloader.reconcile import run_reconcile
 from lakeloader.reconcile_report import findings
 from lakeloader.runner import run_hours
+from lakeloader_airflow import alerts, checks
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 H6 = H5 + timedelta(hours=1)
@@ -175,6 +176,21 @@ def test_missing_landed_file_fails_accounting(spark, lake_copy):
     assert findings(report)[0] == (
         "accounting 2026-11-21T06: landed file orders-06.json (raw/shop/dt=2026-11-21/hour=06/orders-06.json): missing"
     )
+
+
+def test_verify_alerts_on_a_failed_reconciliation_and_fails_its_task(spark, lake_copy, http_receiver):
+    (lake_copy / "lake/raw/shop/dt=2026-11-21/hour=06/orders-06.json").unlink()
+    hook = (WebhookAlert(type="webhook", url=f"{http_receiver.url}/hook"),)
+    source = _source(lake_copy, alerts=hook)
+    run_reconcile(spark, source, [H6], ("accounting",), label="run-6")
+
+    with pytest.raises(alerts.AlertSent, match="reconciliation failed: accounting 2026-11-21T06: landed file"):
+        checks.verify_reconciliation(source, "run-6", "lakeloader_shop_hourly", "scheduled__6")
+
+    [alert] = [json.loads(r["body"]) for r in http_receiver.received()]
+    assert (alert["kind"], alert["run_id"]) == ("reconciliation_mismatch", "scheduled__6")
+    assert alert["summary"] == "Source shop: reconciliation found 2 problem(s) (accounting, hours 2026-11-21T06)"
+    assert alert["details"]["problems"][0].startswith("accounting 2026-11-21T06: landed file orders-06.json")
 
 
 def test_dropped_message_fails_accounting_naming_its_line(spark, lake_copy):

@@ -59,18 +59,15 @@ def verify_reconciliation(source: SourceConfig, label: str, dag_id: str, run_id:
             }
     if not report["ok"]:
         problems = summary["findings"]
-        alerts.deliver(
+        _alert_run(
             source,
-            alerts.Alert(
-                source=source.name,
-                kind=alerts.RECONCILIATION_MISMATCH,
-                summary=f"Source {source.name}: reconciliation found {len(problems)} problem(s) "
-                f"({', '.join(report['checks'])}, hours {report['hours'][0] if report['hours'] else '-'}"
-                f"{' to ' + report['hours'][-1] if len(report['hours']) > 1 else ''})",
-                dag_id=dag_id,
-                run_id=run_id,
-                details={"problems": problems[:20], "report": report["report_uri"]},
-            ),
+            alerts.RECONCILIATION_MISMATCH,
+            f"Source {source.name}: reconciliation found {len(problems)} problem(s) "
+            f"({', '.join(report['checks'])}, hours {report['hours'][0] if report['hours'] else '-'}"
+            f"{' to ' + report['hours'][-1] if len(report['hours']) > 1 else ''})",
+            dag_id,
+            run_id,
+            {"problems": problems[:20], "report": report["report_uri"]},
         )
         raise alerts.AlertSent(f"reconciliation failed: {'; '.join(problems[:5])} (report: {report['report_uri']})")
     return summary
@@ -81,20 +78,17 @@ def _alert_skipped_ddl(source: SourceConfig, summary: dict[str, Any], dag_id: st
     skipped = summary["ddl_unsupported"]
     if not skipped or source.ddl_policy != "skip_and_alert":
         return
-    alerts.deliver(
+    _alert_run(
         source,
-        alerts.Alert(
-            source=source.name,
-            kind=alerts.DDL_SKIPPED,
-            summary=f"Source {source.name}: {len(skipped)} DDL statement(s) of hour {summary['hour']} were not "
-            "applied (unsupported; ddl_policy skip_and_alert): the silver schema may differ from the source's",
-            dag_id=dag_id,
-            run_id=run_id,
-            details={
-                "statements": [f"{s['table']} at {s['origin']}: {s['reason']} | {s['text'][:200]}" for s in skipped],
-                "schema history": f"{source.lake_root.rstrip('/')}/{zones.schema_history_dir(source.name)}",
-            },
-        ),
+        alerts.DDL_SKIPPED,
+        f"Source {source.name}: {len(skipped)} DDL statement(s) of hour {summary['hour']} were not applied "
+        "(unsupported; ddl_policy skip_and_alert): the silver schema may differ from the source's",
+        dag_id,
+        run_id,
+        {
+            "statements": [f"{s['table']} at {s['origin']}: {s['reason']} | {s['text'][:200]}" for s in skipped],
+            "schema history": f"{source.lake_root.rstrip('/')}/{zones.schema_history_dir(source.name)}",
+        },
     )
 
 
@@ -105,18 +99,25 @@ def _alert_damaged_exports(source: SourceConfig, summary: dict[str, Any], dag_id
     damaged = summary["damaged_exports"]
     if not damaged:
         return
+    _alert_run(
+        source,
+        alerts.DAMAGED_EXPORT,
+        f"Source {source.name}: {len(damaged)} export file(s) landed in hour {summary['hour']} cannot be read "
+        "whole: what could not be read was not loaded (one quarantined message per file); export the file again, "
+        "complete and uncompressed or as .gz, under a new name to load the rest",
+        dag_id,
+        run_id,
+        {"files": [f"{d['file']}: {d['damage']}" for d in damaged]},
+    )
+
+
+def _alert_run(
+    source: SourceConfig, kind: str, summary: str, dag_id: str, run_id: str, details: dict[str, Any]
+) -> None:
+    """Deliver an alert about this run through the source's channels."""
     alerts.deliver(
         source,
-        alerts.Alert(
-            source=source.name,
-            kind=alerts.DAMAGED_EXPORT,
-            summary=f"Source {source.name}: {len(damaged)} export file(s) landed in hour {summary['hour']} cannot "
-            "be read whole: what could not be read was not loaded (one quarantined message per file); export the "
-            "file again, complete and uncompressed or as .gz, under a new name to load the rest",
-            dag_id=dag_id,
-            run_id=run_id,
-            details={"files": [f"{d['file']}: {d['damage']}" for d in damaged]},
-        ),
+        alerts.Alert(source=source.name, kind=kind, summary=summary, dag_id=dag_id, run_id=run_id, details=details),
     )
 
 
