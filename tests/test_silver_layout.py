@@ -93,6 +93,36 @@ def test_a_merge_of_keys_spread_over_the_table_rewrites_every_file(shuffled_tabl
     assert not files(uri) & laid_out
 
 
+def test_a_composite_key_table_keeps_its_write_order_so_a_merge_of_recent_keys_rewrites_only_the_newest_files(
+    tmp_path,
+):
+    """Eight merges of ascending ids over 1,000 tenants. Z-order on (tenant, id) interleaves the two columns, so
+    each file spans a large part of the ids (here the merge below rewrote 5 of 20 files after it); recluster
+    only merges small files, so recent ids stay in the newest files."""
+    schema = pa.schema([pa.field("tenant", pa.int64()), *SCHEMA])
+    engine, uri = DeltaRsEngine(), str(tmp_path / "orders")
+    engine.create(uri, schema, {}, {}, FILE_SIZE)
+
+    def tenants_of(ids: list[int], version: int) -> pa.Table:
+        tenants = [i * 2_654_435_761 % 2**32 % 1000 for i in ids]  # a key's tenant, scattered over the ids
+        return change_set(ids, version).add_column(0, "tenant", pa.array(tenants, pa.int64()))
+
+    for part in range(8):
+        engine.merge(uri, tenants_of(list(range(part * 2_500, (part + 1) * 2_500)), 1), ["tenant", "id"],
+                     E.ORDERING_COLUMNS, {})  # fmt: skip
+    before = engine.read(uri).sort_by("id")
+
+    engine.recluster(uri, ["tenant", "id"], FILE_SIZE, {})
+    laid_out = files(uri)
+    assert engine.read(uri).sort_by("id").equals(before)
+    engine.merge(uri, tenants_of([*range(19_500, 20_000, 3), *range(20_000, 20_300)], 2), ["tenant", "id"],
+                 E.ORDERING_COLUMNS, {})  # fmt: skip
+
+    assert len(laid_out) >= 8 and len(laid_out - files(uri)) <= 2
+    assert DeltaTable(uri).metadata().configuration[E.FILE_SIZE_PROPERTY] == str(FILE_SIZE)
+    assert engine.row_count(uri) == 20_300
+
+
 def test_a_table_is_clustered_only_at_the_target_size_and_with_disjoint_key_ranges(tmp_path):
     engine, uri = DeltaRsEngine(), str(tmp_path / "t")
     engine.create(uri, SCHEMA, {}, {})

@@ -127,10 +127,10 @@ def apply_changes(
     """Merge a batch of bronze changes and DDL (one hour, or the whole log) into the silver tables under `lake`.
 
     `log` gives the whole change log (read when the batch touches a keyless table, `lakeloader.multiset`);
-    `batch` names the batch in the schema history; `recluster`: afterwards, rewrite the keyed tables the
-    batch touched whose files overlap in key ranges or do not yet aim at `silver_file_size_mb`
-    (`TableEngine.recluster`). Returns per-table counts
-    and DDL outcomes."""
+    `batch` names the batch in the schema history; `recluster`: afterwards, lay out the keyed tables the batch
+    touched (`TableEngine.recluster`): a one-column key's table when its files overlap in key ranges or do not
+    yet aim at `silver_file_size_mb`, a composite key's table always (merging only its small files). Returns
+    per-table counts and DDL outcomes."""
     loaded_at = datetime.now(UTC).replace(microsecond=0)
     commit_info = {"lakeloader.source": source.name, "lakeloader.step": "apply", **commit_info}
     events = [e for e in ddl_events(bronze, source.source_dialect) if source.includes(e.db, e.table)]
@@ -218,9 +218,10 @@ class _Batch:
 
     def _recluster(self, uri: str) -> int:
         """Files written by reclustering the table (0: a multiset, or already laid out). Layout only: a
-        failure is logged and leaves the table as the merges wrote it."""
+        failure is logged and leaves the table as the merges wrote it. The overlap check needs one key column:
+        a composite key's table is compacted, which does nothing when no small files are left."""
         key = recorded_key(self.engine, uri)
-        if not key or key == multiset.KEY or self.engine.clustered(uri, key[0], self.file_size):
+        if not key or key == multiset.KEY or (len(key) == 1 and self.engine.clustered(uri, key[0], self.file_size)):
             return 0
         try:
             return self.engine.recluster(uri, key, self.file_size, self.commit_info)

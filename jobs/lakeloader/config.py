@@ -146,7 +146,8 @@ class SourceConfig(_Strict):
         ge=0,
         description="every this many hours (the hours whose start is a multiple of it since 1970), the apply step "
         "rewrites each silver table whose files overlap in key ranges into key-ordered files of "
-        "silver_file_size_mb, so changes to recent keys rewrite only the newest files; 0 = never",
+        "silver_file_size_mb (a composite key's table only has its small files merged), so changes to recent "
+        "keys rewrite only the newest files; 0 = never",
     )
     source_dialect: Literal["mysql", "oracle", "oceanbase", "oceanbase_oracle"] = Field(
         default="mysql", description="SQL dialect of the source's DDL text"

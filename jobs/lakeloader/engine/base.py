@@ -103,8 +103,9 @@ class TableEngine(Protocol):
         ...
 
     def recluster(self, uri: str, columns: list[str], file_size: int, commit_info: dict[str, str]) -> int:
-        """Rewrite the table's rows in key order into files of about `file_size` bytes (rows unchanged), so a
-        merge whose keys are local rewrites only the few files holding them; returns the files written."""
+        """Rewrite the table's rows into files of about `file_size` bytes (rows unchanged), in key order for a
+        one-column key and in write order for a composite one, so a merge whose keys are local rewrites only
+        the few files holding them; returns the files written."""
         ...
 
     def read(self, uri: str) -> pa.Table: ...

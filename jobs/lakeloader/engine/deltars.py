@@ -187,13 +187,20 @@ class DeltaRsEngine:
         return all(later[0] > earlier[1] for earlier, later in pairwise(sorted(ranges)))
 
     def recluster(self, uri: str, columns: list[str], file_size: int, commit_info: dict[str, str]) -> int:
-        """Rewrite the table sorted by `columns` (delta-rs' Z-order: plain key order for one column) into files
-        of about `file_size` bytes, and make that the size merges write; returns the files written."""
+        """Lay the table out in files of about `file_size` bytes, and make that the size merges write; returns
+        the files written. A one-column key is rewritten in key order (delta-rs' Z-order of one column). A
+        composite key only has its small files merged, in the order they were written: Z-order over several
+        columns interleaves them, which spreads every key column over every file (a merge of recent keys
+        would then rewrite the whole table)."""
         commit = CommitProperties(custom_metadata=commit_info)
         table = self._table(uri)
         if not _aims_at(table, file_size):
             table.alter.set_table_properties({FILE_SIZE_PROPERTY: str(file_size)}, commit_properties=commit)
-        metrics = self._table(uri).optimize.z_order(columns, target_size=file_size, commit_properties=commit)
+        optimize = self._table(uri).optimize
+        if len(columns) == 1:
+            metrics = optimize.z_order(columns, target_size=file_size, commit_properties=commit)
+        else:
+            metrics = optimize.compact(target_size=file_size, commit_properties=commit)
         return int(metrics["numFilesAdded"])
 
     def read(self, uri: str) -> pa.Table:
