@@ -190,8 +190,8 @@ class DeltaRsEngine:
         """Lay the table out in files of about `file_size` bytes, and make that the size merges write; returns
         the files written. A one-column key is rewritten in key order (delta-rs' Z-order of one column). A
         composite key only has its small files merged, in the order they were written: Z-order over several
-        columns interleaves them, which spreads every key column over every file (a merge of recent keys
-        would then rewrite the whole table)."""
+        columns interleaves them, so each file spans a wide range of every key column and a merge of recent
+        keys rewrites several times the bytes (docs/performance.md)."""
         commit = CommitProperties(custom_metadata=commit_info)
         table = self._table(uri)
         if not _aims_at(table, file_size):
