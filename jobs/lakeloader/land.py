@@ -160,9 +160,10 @@ class RawFiles:
 
 def raw_files(lake: Store, entries: Iterable[LandedFile]) -> RawFiles:
     entries = list(entries)
+    paths = [spark_path(lake.child(e.raw_key)) for e in entries]
     return RawFiles(
-        paths=[spark_path(lake.child(e.raw_key)) for e in entries],
-        damaged=frozenset(spark_path(lake.child(e.raw_key)) for e in entries if e.damage),
+        paths=paths,
+        damaged=frozenset(path for path, e in zip(paths, entries, strict=True) if e.damage),
         export_keys={name: e.export_key for e in entries if (name := zones.raw_copy_name(e.raw_key)) != e.export_key},
     )
 

@@ -7,10 +7,10 @@ number of lines in the file's earlier chunks (a small aggregate, broadcast back)
 
 from __future__ import annotations
 
-import re
-
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+
+from lakeloader import zones
 
 LINE_COLUMNS = ("source", "batch_hour", "origin_file", "origin_line", "text")
 
@@ -40,18 +40,9 @@ def read_numbered_lines(spark: SparkSession, paths: list[str], source: str, batc
     )
 
 
-_UNDER_HOUR_DIR = r"/hour=\d{2}/(.*)$"
-
-
 def export_name(path: F.Column) -> F.Column:
     """The landed copy's name under its hour directory: the part of its raw path after 'hour=HH/', URI-decoded
     (the whole path for a file read from elsewhere). It is the export file's key unless land had to rename
     the copy (`zones.raw_name`); `messages.read_messages` maps such names back."""
-    relative = F.regexp_extract(path, _UNDER_HOUR_DIR, 1)
+    relative = F.regexp_extract(path, zones.UNDER_HOUR_DIR, 1)
     return F.url_decode(F.regexp_replace(F.when(relative != "", relative).otherwise(path), r"\+", "%2B"))
-
-
-def copy_name(path: str) -> str:
-    """`export_name` of a path given as plain text (as land names it, not URI-encoded as Spark reports it)."""
-    found = re.search(_UNDER_HOUR_DIR, path)
-    return found.group(1) if found else path

@@ -40,11 +40,12 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from lakeloader import canonical as C
+from lakeloader import zones
 from lakeloader.compression import GZIP_SUFFIX, salvage, unsupported_compression
 from lakeloader.config import BINARY_FORMATS, SourceConfig
 from lakeloader.formats.common import REJECT_REASON, TOMBSTONE, UNWRAP_ERROR, base64_text
 from lakeloader.land import RawFiles
-from lakeloader.lines import copy_name, export_name, read_numbered_lines
+from lakeloader.lines import export_name, read_numbered_lines
 
 LINES, CONCATENATED, KCAT = "lines", "concatenated", "kcat"
 LENGTH_PREFIXED_SUFFIXES = (".bin", ".bin" + GZIP_SUFFIX)
@@ -118,7 +119,7 @@ def _reading(path: str, damaged: frozenset[str]) -> str:
 
 def unread_messages(spark: SparkSession, paths: list[str], source: str, batch_hour: str) -> DataFrame:
     """One message per file that is not read (an unsupported compression), at line 1, with the reason."""
-    rows = [(copy_name(p), unsupported_compression(p)) for p in paths]
+    rows = [(zones.raw_copy_name(p), unsupported_compression(p)) for p in paths]
     records = spark.createDataFrame(rows, "origin_file string, error string").select(
         F.lit(source).alias("source"),
         F.lit(batch_hour).alias("batch_hour"),

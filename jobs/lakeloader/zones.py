@@ -67,9 +67,15 @@ def raw_name(export_key: str) -> str:
     return _NOT_IN_RAW_NAMES.sub(lambda m: f"%{ord(m.group()):02X}", export_key)
 
 
-def raw_copy_name(raw_key: str) -> str:
-    """The name of a landed copy under its hour directory (`raw/<source>/dt=…/hour=…/<name>`)."""
-    return raw_key.split("/", 4)[4]
+# a landed copy's name: what follows its hour directory in its key or path
+UNDER_HOUR_DIR = r"/hour=\d{2}/(.*)$"
+
+
+def raw_copy_name(raw_key_or_path: str) -> str:
+    """The name of a landed copy under its hour directory (`raw/<source>/dt=…/hour=…/<name>`), from its raw key
+    or a plain-text path to it (the whole text when it names no hour directory)."""
+    found = re.search(UNDER_HOUR_DIR, raw_key_or_path)
+    return found.group(1) if found else raw_key_or_path
 
 
 def manifest_key(source: str, hour: datetime) -> str:
