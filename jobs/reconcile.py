@@ -13,7 +13,7 @@ import json
 import sys
 
 from lakeloader import zones
-from lakeloader.config import ConfigError, load_config
+from lakeloader.config import ConfigError, load_source
 from lakeloader.reconcile_report import ACCOUNTING, CHECKS, findings
 
 
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     checks = tuple(c.strip() for c in args.checks.split(",") if c.strip())
     try:
-        source = load_config(args.config).source(args.source)
+        source = load_source(args.config, args.source)
         first, last = zones.parse_hour(args.first), zones.parse_hour(args.last or args.first)
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

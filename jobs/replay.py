@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from lakeloader.config import ConfigError, load_config
+from lakeloader.config import ConfigError, valid_sources
 from lakeloader.replay_plan import PlanError, validate
 
 
@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", help="config file (default: $LAKELOADER_CONFIG or config/sources.yaml)")
     args = parser.parse_args(argv)
     try:
-        config = load_config(args.config)
+        config = valid_sources(args.config)
         request = json.loads(args.plan)
         hours = request.get("hours") or [None, None]
         plan = validate(config, {**request, "from_hour": hours[0], "to_hour": hours[-1]})

@@ -15,6 +15,8 @@ from lakeloader.config import (
     ConfigError,
     SourceConfig,
     load_config,
+    load_source,
+    load_sources,
 )
 
 
@@ -434,3 +436,35 @@ def test_debezium_smt_needs_topic_tables_and_other_formats_reject_them(tmp_path:
         "  sources[2] (c).topic_tables: topic 'a/b' must be a directory name (non-empty, no '/')",
         "  sources[3] (d): 'topic_tables' is only used by format debezium_smt; remove it",
     ]
+
+
+TWO_SOURCES_ONE_BROKEN = """\
+    sources:
+      - name: shop
+        format: canal_json
+        export_uri: exports/shop
+        lake_root: lake
+        retriez: 3
+      - name: billing
+        format: canal_json
+        export_uri: exports/billing
+        lake_root: lake
+      - name: billing
+        format: canal_json
+        export_uri: exports/billing2
+        lake_root: lake
+"""
+
+
+def test_one_sources_mistake_does_not_stop_loading_another_source(tmp_path: Path) -> None:
+    path = write(tmp_path, TWO_SOURCES_ONE_BROKEN)
+    loaded = load_sources(path)
+    assert [s.name for s in loaded.sources] == ["billing"]
+    assert [(b.index, b.name) for b in loaded.broken] == [(0, "shop"), (2, None)]
+    assert "sources[0] (shop).retriez: unknown key" in loaded.broken[0].message
+    assert "source names must be unique; 'billing' is declared before" in loaded.broken[1].message
+    assert load_source(path, "billing").export_uri == str(tmp_path / "exports" / "billing")
+    with pytest.raises(ConfigError, match=r"sources\[0\] \(shop\)\.retriez: unknown key"):
+        load_source(path, "shop")
+    with pytest.raises(ConfigError, match="unknown source 'shoop'; configured sources: billing"):
+        load_source(path, "shoop")

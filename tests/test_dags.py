@@ -14,6 +14,8 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import CronDataIntervalTimetable
 from airflow.serialization.encoders import coerce_to_core_timetable
 
+from lakeloader.config import ConfigError
+
 DAGS_DIR = Path(__file__).resolve().parents[1] / "dags"
 JOBS_DIR = Path(__file__).resolve().parents[1] / "jobs"
 
@@ -175,19 +177,52 @@ def test_dag_settings_follow_the_source(dagbag: tuple[DagBag, Path]) -> None:
         ("    schedul: '0 * * * *'", ["(shop).schedul", "unknown key"]),
     ],
 )
-def test_invalid_config_is_an_import_error_naming_the_key(
+def test_a_source_with_a_mistake_gets_an_error_dag_naming_the_key_and_the_other_sources_still_load(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad_line: str, expected: list[str]
 ) -> None:
     config = "sources:\n  - name: shop\n    export_uri: e\n    lake_root: l\n" + bad_line + "\n"
     if "format:" not in bad_line:
         config += "    format: dataworks_json\n"
+    config += "  - name: billing\n    format: canal_json\n    export_uri: e2\n    lake_root: l\n"
     bag, _ = _dagbag(tmp_path, monkeypatch, config)
+    assert bag.import_errors == {}
+    assert sorted(bag.dag_ids) == [
+        "lakeloader_billing_hourly",
+        "lakeloader_billing_reconcile_daily",
+        "lakeloader_replay",
+        "lakeloader_shop_hourly",
+    ]
+    broken = bag.dags["lakeloader_shop_hourly"]
+    assert "config-error" in broken.tags
+    assert type(broken.timetable).__name__ == "NullTimetable"  # never scheduled
+    assert broken.description.startswith("CONFIGURATION ERROR: ")
+    for text in expected:
+        assert text in broken.doc_md
+    with pytest.raises(ConfigError) as raised:
+        broken.get_task("configuration_error").python_callable()
+    for text in expected:
+        assert text in str(raised.value)
+    assert bag.dags["lakeloader_replay"].params["source"] == "billing"
+
+
+def test_a_mistake_in_a_source_without_a_usable_name_names_its_position(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = "sources:\n  - name: Shop!\n    format: canal_json\n    export_uri: e\n    lake_root: l\n"
+    config += "  - name: billing\n    format: canal_json\n    export_uri: e2\n    lake_root: l\n"
+    bag, _ = _dagbag(tmp_path, monkeypatch, config)
+    assert bag.import_errors == {}
+    assert "lakeloader_config_error_0" in bag.dag_ids
+    assert "sources[0] (Shop!).name" in bag.dags["lakeloader_config_error_0"].doc_md
+
+
+def test_a_mistake_of_the_whole_file_is_an_import_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bag, _ = _dagbag(tmp_path, monkeypatch, "defaults:\n  retriez: 3\nsources: []\n")
     assert bag.dag_ids == []
     assert sorted(Path(path).name for path in bag.import_errors) == ["lakeloader_hourly.py", "lakeloader_operations.py"]
     for message in bag.import_errors.values():
         assert "ConfigError" in message
-        for text in expected:
-            assert text in message
+        assert "defaults.retriez" in message
 
 
 def test_missing_config_file_is_an_import_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

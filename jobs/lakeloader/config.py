@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -322,7 +323,87 @@ def config_path(path: str | os.PathLike[str] | None = None) -> Path:
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> LakeloaderConfig:
-    """Read and validate the configuration; relative local paths resolve against the file's directory."""
+    """Read and validate the whole configuration; relative local paths resolve against the file's directory."""
+    file, raw = _read(path)
+    try:
+        return LakeloaderConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(file, raw, exc.errors())) from None
+
+
+@dataclass(frozen=True)
+class BrokenSource:
+    """A source declaration that does not validate: its position, its name if it has a usable one, and why."""
+
+    index: int
+    name: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class SourceLoad:
+    """The configuration read source by source: one source's mistake does not hide the others."""
+
+    sources: tuple[SourceConfig, ...]
+    broken: tuple[BrokenSource, ...]
+
+    @property
+    def config(self) -> LakeloaderConfig | None:
+        """The valid sources as a configuration (None when there is none)."""
+        return LakeloaderConfig(sources=self.sources) if self.sources else None
+
+
+def load_sources(path: str | os.PathLike[str] | None = None) -> SourceLoad:
+    """Validate each source on its own, for the DAG files: a mistake in one source's declaration becomes that
+    source's `BrokenSource`, and the others load. Mistakes of the whole file (unreadable, not YAML, bad
+    `defaults`, no `sources` list) still raise ConfigError, since they concern every source."""
+    file, raw = _read(path)
+    entries = raw.get("sources")
+    if not isinstance(entries, list) or not entries:
+        load_config(file)  # raises the whole-file error with its usual message
+    valid: list[SourceConfig] = []
+    broken: list[BrokenSource] = []
+    for index, entry in enumerate(entries):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        name = name if isinstance(name, str) and re.fullmatch(SOURCE_NAME_PATTERN, name) else None
+        try:
+            source = SourceConfig.model_validate(entry)
+        except ValidationError as exc:
+            errors = [{**error, "loc": ("sources", index, *error["loc"])} for error in exc.errors()]
+            broken.append(BrokenSource(index, name, _describe(file, raw, errors)))
+            continue
+        if any(other.name == source.name for other in valid):
+            message = f"invalid config file {file}:\n  sources[{index}] ({name}): source names must be unique; "
+            broken.append(BrokenSource(index, None, message + f"{name!r} is declared before"))
+            continue
+        valid.append(source)
+    return SourceLoad(tuple(valid), tuple(broken))
+
+
+def load_source(path: str | os.PathLike[str] | None, name: str) -> SourceConfig:
+    """The declaration of source `name`, validated; other sources' mistakes do not stop it (see load_sources)."""
+    loaded = load_sources(path)
+    for source in loaded.sources:
+        if source.name == name:
+            return source
+    for broken in loaded.broken:
+        if broken.name == name:
+            raise ConfigError(broken.message)
+    known = ", ".join(s.name for s in loaded.sources)
+    raise ConfigError(f"unknown source {name!r}; configured sources: {known}")
+
+
+def valid_sources(path: str | os.PathLike[str] | None = None) -> LakeloaderConfig:
+    """The sources that validate, as a configuration (replay works on those); ConfigError when there is none."""
+    loaded = load_sources(path)
+    if loaded.config is None:
+        raise ConfigError("\n".join(broken.message for broken in loaded.broken))
+    return loaded.config
+
+
+def _read(path: str | os.PathLike[str] | None) -> tuple[Path, dict]:
+    """The file and its content with `defaults` merged into each source and local paths resolved; ConfigError for
+    mistakes of the whole file."""
     file = config_path(path)
     try:
         raw = yaml.safe_load(file.read_text(encoding="utf-8"))
@@ -344,10 +425,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LakeloaderConfig:
     sources = raw.get("sources")
     if isinstance(sources, list):
         raw["sources"] = [_resolve_paths({**defaults, **s}, file.parent) if isinstance(s, dict) else s for s in sources]
-    try:
-        return LakeloaderConfig.model_validate(raw)
-    except ValidationError as exc:
-        raise ConfigError(_describe(file, raw, exc)) from None
+    return file, raw
 
 
 def _resolve_paths(source: dict, base: Path) -> dict:
@@ -361,8 +439,7 @@ def _resolve_paths(source: dict, base: Path) -> dict:
     return source
 
 
-def _describe(file: Path, raw: dict, exc: ValidationError) -> str:
-    errors = exc.errors()
+def _describe(file: Path, raw: dict, errors: list) -> str:
     item_errors = any(len(error["loc"]) > 1 for error in errors)
     lines = [f"invalid config file {file}:"]
     for error in errors:

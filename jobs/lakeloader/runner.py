@@ -14,7 +14,7 @@ import sys
 from datetime import datetime
 
 from lakeloader import zones
-from lakeloader.config import ConfigError, SourceConfig, load_config
+from lakeloader.config import ConfigError, SourceConfig, load_source
 from lakeloader.land import land_hour
 
 
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[*]", help="Spark master (default: local[*])")
     args = parser.parse_args(argv)
     try:
-        source = load_config(args.config).source(args.source)
+        source = load_source(args.config, args.source)
         first, last = zones.parse_hour(args.first), zones.parse_hour(args.last or args.first)
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from lakeloader import zones
-from lakeloader.config import ConfigError, SourceConfig, load_config
+from lakeloader.config import ConfigError, SourceConfig, load_source
 
 Step = Callable[..., dict]
 
@@ -21,7 +21,7 @@ def main(step_name: str, step: Step, argv: list[str] | None = None) -> int:
     parser.add_argument("--config", help="config file (default: $LAKELOADER_CONFIG or config/sources.yaml)")
     args = parser.parse_args(argv)
     try:
-        source: SourceConfig = load_config(args.config).source(args.source)
+        source: SourceConfig = load_source(args.config, args.source)
         hour: datetime = zones.parse_hour(args.hour)
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lakeloader import zones
-from lakeloader.config import SourceConfig, load_config
+from lakeloader.config import SourceConfig, load_source
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.generator.demo import jsonable_value
 from lakeloader.storage import Store, delta_storage_options, open_store
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", help="config file (default: $LAKELOADER_CONFIG or config/sources.yaml)")
     parser.add_argument("--expected", type=Path, help="JSON of expected rows per 'db.table' to check against")
     args = parser.parse_args(argv)
-    source = load_config(args.config).source(args.source)
+    source = load_source(args.config, args.source)
     lake = open_store(source.lake_root, source.s3_endpoint_url)
     hours = zones.hour_range(zones.parse_hour(args.first), zones.parse_hour(args.last or args.first))
     print(render(source, lake, collect(source, hours, lake)))

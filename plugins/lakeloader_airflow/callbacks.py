@@ -10,7 +10,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from lakeloader.config import load_config
+from lakeloader.config import load_source
 from lakeloader_airflow import alerts
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ async def deadline_missed(source: str, config: str, deadline_minutes: int, conte
 
     Runs in the triggerer (an AsyncCallback); `context` is what the scheduler passes: the run and the deadline.
     """
-    declared = load_config(config).source(source)
+    declared = load_source(config, source)
     run = context.get("dag_run") or {}
     run_id = run.get("dag_run_id") or run.get("run_id")  # the scheduler hands the REST API's DAGRunResponse
     deadline = _moment((context.get("deadline") or {}).get("deadline_time"))
@@ -87,4 +87,4 @@ class FailureAlert:
             task_id=task_id,
             details={"error": f"{type(exception).__name__}: {exception}"[:2000] if exception else "unknown"},
         )
-        alerts.deliver(load_config(self.config).source(self.source), alert)
+        alerts.deliver(load_source(self.config, self.source), alert)

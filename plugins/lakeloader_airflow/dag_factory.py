@@ -23,7 +23,7 @@ from airflow.sdk import DAG, AsyncCallback, CronDataIntervalTimetable, DeadlineA
 
 import lakeloader
 from lakeloader import zones
-from lakeloader.config import SourceConfig
+from lakeloader.config import BrokenSource, ConfigError, SourceConfig
 from lakeloader.land import land_hour
 from lakeloader_airflow import checks
 from lakeloader_airflow.callbacks import FailureAlert, deadline_missed
@@ -144,6 +144,45 @@ def build_hourly_dag(source: SourceConfig, config_file: Path) -> DAG:
 
         land() >> parse >> apply >> reconcile >> [verify(), freshness()]
 
+    return dag
+
+
+def config_error_dag_id(broken: BrokenSource) -> str:
+    """The source's own hourly DAG id when its name is usable, else one naming its position in the file."""
+    return dag_id_for(broken.name) if broken.name else f"lakeloader_config_error_{broken.index}"
+
+
+def build_config_error_dag(broken: BrokenSource, config_file: Path) -> DAG:
+    """Stands in for the DAGs of a source whose declaration does not validate, so that the mistake shows in the
+    UI under that source (description, docs, the `config-error` tag, and a task that fails with the message)
+    while every other source keeps running. Unscheduled: it never runs by itself."""
+    with DAG(
+        dag_id=config_error_dag_id(broken),
+        description=f"CONFIGURATION ERROR: {broken.message.splitlines()[-1].strip()}"[:200],
+        schedule=None,
+        start_date=datetime(2026, 1, 1),
+        catchup=False,
+        tags=["lakeloader", "config-error"],
+        doc_md=f"""\
+# Configuration error
+
+The declaration of {f"source **`{broken.name}`**" if broken.name else f"source number {broken.index + 1}"} in
+`{config_file}` does not validate, so this source is not loaded. The other sources are not affected.
+
+```
+{broken.message}
+```
+
+Fix the file; the next DAG parse replaces this DAG with the source's hourly DAG.
+""",
+    ) as dag:
+
+        @task(task_id="configuration_error", retries=0)
+        def configuration_error() -> None:
+            raise ConfigError(broken.message)
+
+        configuration_error()
+    log.error("lakeloader: %s", broken.message)
     return dag
 
 

@@ -21,7 +21,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG, Param, task
 
 from lakeloader import zones
-from lakeloader.config import LakeloaderConfig, load_config
+from lakeloader.config import LakeloaderConfig, load_source, valid_sources
 from lakeloader.replay_plan import HOUR_PATTERN, MODES, REAPPLY, TABLE_PATTERN, validate
 from lakeloader.storage import open_store
 from lakeloader_airflow.callbacks import FailureAlert
@@ -96,14 +96,14 @@ def build_replay_dag(config: LakeloaderConfig, config_file: Path) -> DAG:
 
         @task.branch(task_id="validate", doc_md=_VALIDATE_DOC, retries=0)
         def validate_request(params: dict[str, Any] | None = None, ti=None) -> str:
-            plan = validate(load_config(config_file), dict(params or {}))
+            plan = validate(valid_sources(config_file), dict(params or {}))
             log.info("replay plan: %s", plan)
             ti.xcom_push(key="plan", value=plan)
             return f"replay_{plan['source']}"
 
         @task(task_id="report", doc_md=_REPORT_DOC, trigger_rule="none_failed_min_one_success", retries=0)
         def report(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
-            source = load_config(config_file).source(params["source"])
+            source = load_source(config_file, params["source"])
             lake = open_store(source.lake_root, source.s3_endpoint_url)
             document = json.loads(lake.read_bytes(zones.replay_report_key(source.name, run_id)))
             log.info("replay of %s:\n%s", source.name, json.dumps(document, indent=1))
