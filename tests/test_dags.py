@@ -27,6 +27,7 @@ sources:
     lake_root: lake
     start_date: "2026-11-21T00:00:00+00:00"
     retries: 3
+    owner: data-platform
     deadline_minutes: 45
   - name: billing
     format: dataworks_json
@@ -164,6 +165,9 @@ def test_dag_settings_follow_the_source(dagbag: tuple[DagBag, Path]) -> None:
     loaders = ("land", "parse", "apply", "reconcile")
     assert all(shop.get_task(task).retries == 3 for task in loaders)
     assert all(billing.get_task(task).retries == 2 for task in loaders)  # the config's default
+    assert {task.owner for task in shop.tasks} == {"data-platform"}
+    assert {task.owner for task in bag.dags["lakeloader_shop_reconcile_daily"].tasks} == {"data-platform"}
+    assert {task.owner for task in billing.tasks} == {"lakeloader"}  # the config's default
     assert all(task.retry_delay > timedelta(0) for task in shop.tasks)
     for dag in (shop, billing):
         assert dag.doc_md and "Rerunning an hour" in dag.doc_md

@@ -131,7 +131,10 @@ class SourceConfig(_Strict):
     primary_keys: dict[str, tuple[str, ...]] = Field(default_factory=dict, description="'db.table' -> key columns")
     schedule: str = Field(default="0 * * * *", description="cron expression; each run covers one interval")
     start_date: str = Field(default="2026-01-01T00:00:00+00:00", description="first data interval start (ISO 8601)")
-    retries: int = Field(default=2, ge=0)
+    retries: int = Field(default=2, ge=0, description="retries of each task of the source's DAGs before it fails")
+    owner: str = Field(
+        default="lakeloader", min_length=1, description="owner of the source's DAGs' tasks, shown in the Airflow UI"
+    )
     tombstone_retention_hours: int = Field(
         default=720, ge=1, description="how long a deleted key blocks older changes that arrive late"
     )

@@ -53,6 +53,7 @@ def pool_for(source_name: str) -> str:
 
 def default_args(source: SourceConfig, config_file: Path) -> dict[str, Any]:
     return {
+        "owner": source.owner,
         "retries": source.retries,
         "retry_delay": RETRY_DELAY,
         "on_failure_callback": FailureAlert(source.name, str(config_file)),

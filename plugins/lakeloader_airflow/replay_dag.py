@@ -70,7 +70,7 @@ def replay_params(config: LakeloaderConfig) -> dict[str, Param]:
         ),
         "tables": Param(
             [],
-            type="array",
+            type=["null", "array"],  # "null": the form marks it optional (empty rebuilds every table)
             items={"type": "string", "pattern": TABLE_PATTERN},
             title="Tables (rebuild)",
             description="Tables to rebuild, one 'db.table' per line; empty rebuilds every table of the source. "
