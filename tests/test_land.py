@@ -591,3 +591,29 @@ def test_s3_exports_land_into_a_local_lake(s3_endpoint: str, s3, s3_bucket: str,
 
     assert result.copied == 1
     assert (tmp_path / "lake" / zones.raw_dir("shop", hour) / "a.json").read_bytes() == b"alpha\n"
+
+
+def test_an_export_location_that_does_not_exist_fails_land_naming_it(tmp_path: Path, lake_dir: Path) -> None:
+    missing = tmp_path / "exprots"
+    source = SourceConfig(name="shop", format="dataworks_json", export_uri=str(missing), lake_root=str(lake_dir))
+    with pytest.raises(LandError, match=rf"source shop: .*directory {missing} does not exist.*check `export_uri`"):
+        land_hour(source, HOUR_5)
+    assert not lake_dir.exists()  # nothing written: no empty manifest pretending the hour was landed
+
+
+def test_an_existing_empty_export_location_lands_an_empty_hour(source: SourceConfig, lake_dir: Path) -> None:
+    assert land_hour(source, HOUR_5).summary()["files_in_manifest"] == 0
+
+
+def test_an_s3_export_bucket_that_does_not_exist_fails_land_naming_it(
+    s3_endpoint: str, s3_bucket: str, tmp_path: Path
+) -> None:
+    source = SourceConfig(
+        name="shop",
+        format="dataworks_json",
+        export_uri="s3://no-such-bucket-here/exports",
+        lake_root=str(tmp_path / "lake"),
+        s3_endpoint_url=s3_endpoint,
+    )
+    with pytest.raises(LandError, match=r"s3://no-such-bucket-here/exports cannot be listed: NoSuchBucket"):
+        land_hour(source, HOUR_5)

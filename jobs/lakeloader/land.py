@@ -11,6 +11,8 @@ modification time is earlier than the end of H), then writes H's manifest from t
 A `.gz` file is decoded as it is copied (lakeloader.compression): a damaged one still lands, with its damage
 in `damage`, so that reading it salvages what decodes instead of failing the hour. A file in a compression
 that cannot be read lands too, with that as its `damage`.
+An export location that cannot be listed (missing, no permission) fails with LandError naming it; an empty one
+lands an empty hour.
 Runs of one source must not land concurrently (the hourly DAG has max_active_runs=1).
 """
 
@@ -99,6 +101,12 @@ def land_hour(
     """
     exports = exports or open_store(source.export_uri, source.s3_endpoint_url)
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
+    unlistable = exports.why_unlistable()
+    if unlistable:
+        raise LandError(
+            f"source {source.name}: its export location cannot be listed ({unlistable}); check `export_uri` in its "
+            "declaration (a location that exists and is empty is fine: nothing is due yet)"
+        )
     hour = _utc_hour(hour)
     hour_text = zones.format_hour(hour)
     cutoff = hour + timedelta(hours=1)

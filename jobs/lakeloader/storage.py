@@ -30,6 +30,11 @@ class Store(Protocol):
 
     def list(self, prefix: str = "") -> Iterator[StoredObject]: ...
 
+    def why_unlistable(self) -> str | None:
+        """Why the location itself cannot be listed (missing, not a directory or bucket, no permission,
+        unreachable), or None. `list` yields nothing for such a location, the same as for an empty one."""
+        ...
+
     def open_read(self, key: str) -> BinaryIO: ...
 
     def read_bytes(self, key: str) -> bytes: ...
@@ -69,6 +74,15 @@ class LocalStore:
                     continue
                 path = Path(dirpath) / filename
                 yield self._stored(path.relative_to(self.root).as_posix(), path)
+
+    def why_unlistable(self) -> str | None:
+        if not self.root.exists():
+            return f"directory {self.root} does not exist"
+        if not self.root.is_dir():
+            return f"{self.root} is not a directory"
+        if not os.access(self.root, os.R_OK | os.X_OK):
+            return f"directory {self.root} cannot be read (permissions)"
+        return None
 
     def open_read(self, key: str) -> BinaryIO:
         return open(self.root / key, "rb")
@@ -150,6 +164,18 @@ class S3Store:
                 if item["Key"].endswith("/"):
                     continue  # a "folder" marker written by consoles and some tools, not an object to copy
                 yield StoredObject(item["Key"][len(root) :], item["Size"], item["LastModified"])
+
+    def why_unlistable(self) -> str | None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self.client.list_objects_v2(Bucket=self.bucket, Prefix=self.prefix, MaxKeys=1)
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            return f"{self.uri} cannot be listed: {error.get('Code')} ({error.get('Message')})"
+        except BotoCoreError as exc:
+            return f"{self.uri} cannot be reached: {exc}"
+        return None
 
     def open_read(self, key: str) -> BinaryIO:
         return self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]

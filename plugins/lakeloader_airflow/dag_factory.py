@@ -279,7 +279,8 @@ Copies the export files due by the end of this run's hour into the raw zone, eac
 ledger in the audit zone remembers every landed file), and writes the hour's manifest. No Spark.
 Returns a summary (files and bytes in the manifest, files copied, already landed, not yet due, and
 files changed after landing) as its XCom and in its log. Rerunning copies nothing new and rewrites
-the same manifest.
+the same manifest. Fails, naming it, when the export location cannot be listed (missing directory or
+bucket, no permission): an existing empty location is fine, a wrong `export_uri` is not silently empty.
 """
 
 _PARSE_DOC = """\
