@@ -14,6 +14,9 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
+from lakeloader.config import load_config
+from lakeloader.replay_plan import validate
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WITH_AIRFLOW = REPO_ROOT / "bin" / "with-airflow"
 DAG_ID = "lakeloader_shop_hourly"
@@ -118,8 +121,8 @@ def _write_config(path: Path) -> None:
     )
 
 
-def _dags_test(env: dict[str, str], hour: datetime, cwd: Path) -> float:
-    """Run the DAG for `hour`, returning seconds taken.
+def _dags_test(env: dict[str, str], hour: datetime, cwd: Path) -> tuple[float, str]:
+    """Run the DAG for `hour`, returning seconds taken and its output.
 
     A run with logical date T gets the data interval inferred for a manual run: the last complete hour
     before T. So hour H is run with logical date H + 1h.
@@ -137,7 +140,7 @@ def _dags_test(env: dict[str, str], hour: datetime, cwd: Path) -> float:
     output = result.stdout + result.stderr
     assert result.returncode == 0, f"`airflow dags test {DAG_ID} {logical_date}` failed:\n{output[-6000:]}"
     assert f"data_interval_start={hour:%Y-%m-%d %H:%M:%S}" in output, output[-3000:]
-    return time.monotonic() - started
+    return time.monotonic() - started, output
 
 
 def _as_utc(value: object) -> object:
@@ -155,7 +158,7 @@ def test_two_hours_through_airflow_reach_the_silver_table(tmp_path: Path, airflo
     lake = tmp_path / "lake"
 
     for hour in (HOUR_1, HOUR_2):
-        seconds = _dags_test(env, hour, cwd=tmp_path)
+        seconds, _ = _dags_test(env, hour, cwd=tmp_path)
         print(f"airflow dags test for {hour:%Y-%m-%dT%H}: {seconds:.1f}s")
         manifest = json.loads((lake / f"raw/shop/dt={hour:%Y-%m-%d}/hour={hour:%H}/_manifest.json").read_text())
         expected_files = sorted(
@@ -171,3 +174,20 @@ def test_two_hours_through_airflow_reach_the_silver_table(tmp_path: Path, airflo
     assert metadata_columns and all(name.startswith("_cdc_") for name in metadata_columns), table.column_names
     rows = sorted(table.select(USER_COLUMNS).to_pylist(), key=lambda row: row["id"])
     assert [{key: _as_utc(value) for key, value in row.items()} for row in rows] == EXPECTED_ROWS
+
+    # An hour in which nothing landed: no Spark job, nothing written but its (empty) manifest, and replay still
+    # accepts a range over it.
+    empty_hour = HOUR_2 + timedelta(hours=1)
+    seconds, output = _dags_test(env, empty_hour, cwd=tmp_path)
+    print(f"airflow dags test for the empty hour {empty_hour:%Y-%m-%dT%H}: {seconds:.1f}s")
+    assert "parse, apply and reconcile are skipped and no Spark job is started" in output
+    assert "spark-submit" not in output
+    manifest = json.loads((lake / f"raw/shop/dt={empty_hour:%Y-%m-%d}/hour={empty_hour:%H}/_manifest.json").read_text())
+    assert manifest["files"] == []
+    assert not (lake / f"bronze/shop/changes/dt={empty_hour:%Y-%m-%d}/hour={empty_hour:%H}").exists()
+    assert not (lake / f"audit/shop/runs/dt={empty_hour:%Y-%m-%d}/hour={empty_hour:%H}").exists()
+    plan = validate(
+        load_config(config),
+        {"source": "shop", "mode": "reapply", "from_hour": "2026-11-21T10", "to_hour": "2026-11-21T12"},
+    )
+    assert plan["hours"] == ["2026-11-21T10", "2026-11-21T12"]

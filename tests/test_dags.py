@@ -67,18 +67,20 @@ def test_one_dag_per_source_without_import_errors(dagbag: tuple[DagBag, Path]) -
 def test_tasks_and_dependencies(dagbag: tuple[DagBag, Path]) -> None:
     bag, _ = dagbag
     for dag in _hourly(bag):
-        assert sorted(dag.task_ids) == ["apply", "freshness", "land", "parse", "reconcile", "verify"]
-        land, parse, apply, reconcile, verify, freshness = (
-            dag.get_task(t) for t in ("land", "parse", "apply", "reconcile", "verify", "freshness")
+        assert sorted(dag.task_ids) == ["anything_landed", "apply", "freshness", "land", "parse", "reconcile", "verify"]
+        land, landed, parse, apply, reconcile, verify, freshness = (
+            dag.get_task(t) for t in ("land", "anything_landed", "parse", "apply", "reconcile", "verify", "freshness")
         )
         assert land.upstream_task_ids == set()
-        assert land.downstream_task_ids == {"parse"}
+        assert land.downstream_task_ids == {"anything_landed"}
+        assert landed.downstream_task_ids == {"parse"}
+        assert landed.ignore_downstream_trigger_rules is False  # an empty hour still checks freshness
         assert parse.downstream_task_ids == {"apply"}
         assert apply.downstream_task_ids == {"reconcile"}
         assert reconcile.downstream_task_ids == {"verify", "freshness"}
         assert freshness.trigger_rule == "all_done"  # checks freshness even when loading failed
         assert not isinstance(land, SparkSubmitOperator)
-        for task in (land, parse, apply, reconcile, verify, freshness):
+        for task in (land, landed, parse, apply, reconcile, verify, freshness):
             assert task.doc_md and task.doc_md.strip()
 
 
@@ -89,6 +91,7 @@ def test_lake_writing_tasks_share_the_sources_one_slot_pool(dagbag: tuple[DagBag
         pools = {task.task_id: task.pool for task in dag.tasks}
         assert pools == {
             "land": f"lakeloader_{source}",
+            "anything_landed": "default_pool",
             "parse": f"lakeloader_{source}",
             "apply": f"lakeloader_{source}",
             "reconcile": f"lakeloader_{source}",

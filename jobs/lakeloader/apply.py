@@ -51,11 +51,13 @@ from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.multiset import multiset_actions
 from lakeloader.ordering import TableShape, key_actions, table_shapes
 from lakeloader.silver import SilverTable, apply_change_set, recorded_key, truncation_mark
+from lakeloader.spark import read_parquet_dir
 from lakeloader.storage import Store, delta_storage_options, open_store, spark_path
 
 
 def read_bronze(spark: SparkSession, lake: Store, source: str, hour: datetime) -> DataFrame:
-    return spark.read.schema(C.CHANGE_SCHEMA).parquet(spark_path(lake.child(zones.bronze_changes_dir(source, hour))))
+    """The hour's bronze change log (empty for an hour nothing landed in, whose parse was skipped)."""
+    return read_parquet_dir(spark, lake, zones.bronze_changes_dir(source, hour), C.CHANGE_SCHEMA)
 
 
 def read_change_log(spark: SparkSession, lake: Store, source: str) -> DataFrame:

@@ -156,6 +156,11 @@ def read_manifest(lake: Store, source: str, hour: datetime) -> list[LandedFile]:
     return [LandedFile(**f) for f in json.loads(lake.read_bytes(key))["files"]]
 
 
+def landed_empty(lake: Store, source: str, hour: datetime) -> bool:
+    """Whether `hour` was landed with no file in it: its parse and apply are skipped (no bronze, no reports)."""
+    return lake.stat(zones.manifest_key(source, _utc_hour(hour))) is not None and not read_manifest(lake, source, hour)
+
+
 @dataclass(frozen=True)
 class RawFiles:
     """Landed files as Spark reads them: their paths, those of the copies that cannot be read whole, and the

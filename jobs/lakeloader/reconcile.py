@@ -40,6 +40,7 @@ from lakeloader.parse import EXCLUDED, OUTCOME, QUARANTINED, classify
 from lakeloader.reconcile_report import ACCOUNTING, CHECKS, SNAPSHOT, STATE, audit_rows, render_markdown
 from lakeloader.replica import replica
 from lakeloader.silver import KEY_PROPERTY
+from lakeloader.spark import read_parquet_dir
 from lakeloader.storage import Store, delta_storage_options, open_store, spark_path
 
 SAMPLE_SIZE = 20
@@ -131,8 +132,8 @@ def account_hour(spark: SparkSession, source: SourceConfig, hour: datetime, lake
 def _line_statuses(spark: SparkSession, lines: DataFrame, source: SourceConfig, hour: datetime, lake: Store):
     """One row per (origin_file, origin_line) seen in the landed files, bronze or quarantine, with its status:
     the bronze kind, 'quarantined', 'unaccounted' (landed only), 'unexpected' (not landed) or 'double_counted'."""
-    bronze = _read_dir(spark, lake, zones.bronze_changes_dir(source.name, hour), C.CHANGE_SCHEMA)
-    quarantine = _read_dir(spark, lake, zones.bronze_quarantine_dir(source.name, hour), C.QUARANTINE_SCHEMA)
+    bronze = read_parquet_dir(spark, lake, zones.bronze_changes_dir(source.name, hour), C.CHANGE_SCHEMA)
+    quarantine = read_parquet_dir(spark, lake, zones.bronze_quarantine_dir(source.name, hour), C.QUARANTINE_SCHEMA)
     outcomes = (
         bronze.select("origin_file", "origin_line", F.col("kind").alias(OUTCOME))
         .unionByName(quarantine.select("origin_file", "origin_line", F.lit(QUARANTINED).alias(OUTCOME)))
@@ -183,13 +184,6 @@ def _resolve_unaccounted(lines: DataFrame, unaccounted: DataFrame, source: Sourc
 def _sample(statuses: DataFrame, status: str) -> list[dict]:
     rows = statuses.where(F.col("status") == status).orderBy("origin_file", "origin_line").limit(SAMPLE_SIZE)
     return [{"origin_file": r["origin_file"], "origin_line": r["origin_line"]} for r in rows.collect()]
-
-
-def _read_dir(spark: SparkSession, lake: Store, key: str, schema: T.StructType) -> DataFrame:
-    """A Parquet directory of the lake, or an empty frame when nothing was ever written there."""
-    if next(iter(lake.list(key + "/")), None) is None:
-        return spark.createDataFrame([], schema)
-    return spark.read.schema(schema).parquet(spark_path(lake.child(key)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -394,7 +388,7 @@ def check_snapshot(spark: SparkSession, source: SourceConfig, lake: Store) -> li
 def watermark(spark: SparkSession, source: SourceConfig, hours: list[datetime], lake: Store) -> dict:
     """Newest change (data/ddl) and heartbeat event times in the hours' bronze, merged into freshness.json,
     which only moves forward (replaying old hours never makes a source look older)."""
-    frames = [_read_dir(spark, lake, zones.bronze_changes_dir(source.name, h), C.CHANGE_SCHEMA) for h in hours]
+    frames = [read_parquet_dir(spark, lake, zones.bronze_changes_dir(source.name, h), C.CHANGE_SCHEMA) for h in hours]
     newest = {"change": None, "heartbeat": None}
     if frames:
         bronze = frames[0]

@@ -18,6 +18,7 @@ from typing import Any
 from lakeloader import zones
 from lakeloader.config import LakeloaderConfig, SourceConfig
 from lakeloader.lake_index import bronze_hours, silver_tables
+from lakeloader.land import landed_empty
 from lakeloader.storage import Store, open_store
 
 REAPPLY, REBUILD = "reapply", "rebuild"
@@ -103,7 +104,7 @@ def _hour_range(
     if not held:
         problems.append(f"source {source!r} has no bronze change log yet: nothing to reapply")
         return None
-    missing = [h for h in zones.hour_range(first, last) if h not in set(held)]
+    missing = [h for h in zones.hour_range(first, last) if h not in set(held) and not landed_empty(lake, source, h)]
     if missing:
         span = f"{zones.format_hour(held[0])} to {zones.format_hour(held[-1])}"
         shown = ", ".join(zones.format_hour(h) for h in missing[:5]) + (" …" if len(missing) > 5 else "")

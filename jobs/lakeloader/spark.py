@@ -6,7 +6,10 @@ import os
 import sys
 
 from pyspark import SparkConf
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from lakeloader.storage import Store, spark_path
 
 # Set unless spark-submit (--conf) or the cluster already set them.
 DEFAULTS = {
@@ -33,3 +36,11 @@ def spark_session(app_name: str, master: str | None = None, conf: dict[str, str]
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+def read_parquet_dir(spark: SparkSession, lake: Store, key: str, schema: T.StructType) -> DataFrame:
+    """A Parquet directory of the lake, or an empty frame when nothing was ever written there (an hour whose
+    parse was skipped because nothing landed in it has no bronze directory)."""
+    if next(iter(lake.list(key + "/")), None) is None:
+        return spark.createDataFrame([], schema)
+    return spark.read.schema(schema).parquet(spark_path(lake.child(key)))

@@ -129,6 +129,19 @@ def build_hourly_dag(source: SourceConfig, config_file: Path) -> DAG:
             log.info("landed hour %s of source %s: %s", summary["hour"], source.name, summary)
             return summary
 
+        @task.short_circuit(
+            task_id="anything_landed", doc_md=_ANYTHING_LANDED_DOC, retries=0, ignore_downstream_trigger_rules=False
+        )
+        def anything_landed(summary: dict[str, Any]) -> bool:
+            if summary["files_in_manifest"]:
+                return True
+            log.info(
+                "hour %s of source %s: no export file landed in it (%s landed in earlier hours, %s not yet due), so "
+                "parse, apply and reconcile are skipped and no Spark job is started",
+                summary["hour"], source.name, summary["already_landed"], summary["not_yet_due"],
+            )  # fmt: skip
+            return False
+
         parse = spark_task("parse", PARSE_APP, spark_args, source, _PARSE_DOC)
         apply = spark_task("apply", APPLY_APP, spark_args, source, _APPLY_DOC)
         reconcile_args = ["--source", source.name, "--from", HOUR_TEMPLATE, "--checks", "accounting"]
@@ -143,7 +156,7 @@ def build_hourly_dag(source: SourceConfig, config_file: Path) -> DAG:
         def freshness(dag_run=None) -> dict[str, Any]:
             return checks.check_freshness(source, dag_run.dag_id, dag_run.run_id)
 
-        land() >> parse >> apply >> reconcile >> [verify(), freshness()]
+        anything_landed(land()) >> parse >> apply >> reconcile >> [verify(), freshness()]
 
     return dag
 
@@ -281,6 +294,14 @@ Returns a summary (files and bytes in the manifest, files copied, already landed
 files changed after landing) as its XCom and in its log. Rerunning copies nothing new and rewrites
 the same manifest. Fails, naming it, when the export location cannot be listed (missing directory or
 bucket, no permission): an existing empty location is fine, a wrong `export_uri` is not silently empty.
+"""
+
+_ANYTHING_LANDED_DOC = """\
+### anything_landed
+
+Lets the run go on when the hour's manifest holds files. An hour in which no export file landed skips
+parse, apply, reconcile and verify (shown as skipped, with the reason in this task's log) without starting
+Spark; freshness still runs, so an export that stopped arriving is still noticed.
 """
 
 _PARSE_DOC = """\

@@ -16,6 +16,7 @@ from airflow.sdk import DAG, CronDataIntervalTimetable, task
 
 from lakeloader import zones
 from lakeloader.config import SourceConfig
+from lakeloader.land import landed_empty
 from lakeloader.storage import open_store
 from lakeloader_airflow import checks
 from lakeloader_airflow.dag_factory import RECONCILE_APP, default_args, spark_task
@@ -53,7 +54,8 @@ def build_daily_reconcile_dag(source: SourceConfig, config_file: Path) -> DAG:
         def wait_for_day(data_interval_end: datetime | None = None) -> bool:
             last_hour = data_interval_end - timedelta(hours=1)
             lake = open_store(source.lake_root, source.s3_endpoint_url)
-            return lake.stat(zones.run_report_key(source.name, last_hour, "apply")) is not None
+            applied = lake.stat(zones.run_report_key(source.name, last_hour, "apply")) is not None
+            return applied or landed_empty(lake, source.name, last_hour)
 
         args = ["--source", source.name, "--from", FIRST_HOUR, "--to", LAST_HOUR, "--checks", checks_arg]
         args += ["--label", "{{ run_id }}", "--config", str(config_file)]
