@@ -52,7 +52,7 @@ from lakeloader.multiset import multiset_actions
 from lakeloader.ordering import TableShape, key_actions, table_shapes
 from lakeloader.silver import SilverTable, apply_change_set, recorded_key, truncation_mark
 from lakeloader.spark import read_parquet_dir
-from lakeloader.storage import Store, delta_storage_options, open_store, spark_path
+from lakeloader.storage import Store, delta_storage_options, open_store
 
 
 def read_bronze(spark: SparkSession, lake: Store, source: str, hour: datetime) -> DataFrame:
@@ -62,11 +62,9 @@ def read_bronze(spark: SparkSession, lake: Store, source: str, hour: datetime) -
 
 def read_change_log(spark: SparkSession, lake: Store, source: str) -> DataFrame:
     """Every bronze hour of the source (empty when there is none yet)."""
-    root = zones.bronze_changes_root(source)
-    if next(iter(lake.list(root + "/")), None) is None:
-        return spark.createDataFrame([], C.CHANGE_SCHEMA)
     # partition discovery adds dt/hour: keep the canonical columns only
-    return spark.read.schema(C.CHANGE_SCHEMA).parquet(spark_path(lake.child(root))).select(*C.CHANGE_SCHEMA.names)
+    changes = read_parquet_dir(spark, lake, zones.bronze_changes_root(source), C.CHANGE_SCHEMA)
+    return changes.select(*C.CHANGE_SCHEMA.names)
 
 
 def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime) -> DataFrame:
