@@ -50,7 +50,14 @@ from lakeloader.engine.base import TableEngine
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.multiset import multiset_actions
 from lakeloader.ordering import TableShape, key_actions, table_shapes
-from lakeloader.silver import SilverTable, apply_change_set, recorded_key, truncation_mark
+from lakeloader.silver import (
+    SchemaChange,
+    SilverTable,
+    apply_change_set,
+    quarantine_rejections,
+    recorded_key,
+    truncation_mark,
+)
 from lakeloader.storage import Store, delta_storage_options, open_store, spark_path
 
 
@@ -73,12 +80,17 @@ def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime)
 
     def typed(name: str, spark_type: str) -> Column:
         text = F.element_at("image", F.lit(name))
-        value = F.unbase64(text) if spark_type == "binary" else text.try_cast(spark_type)
-        return value.alias(name)
+        return F.unbase64(text) if spark_type == "binary" else text.try_cast(spark_type)
+
+    def unfit(name: str, spark_type: str) -> Column:
+        """The column's name when its text is not a value of the segment's type (declared by an earlier
+        message of the batch, `ordering.table_shapes`), so the change is rejected rather than loaded as NULL."""
+        return F.when(F.element_at("image", F.lit(name)).isNotNull() & typed(name, spark_type).isNull(), F.lit(name))
 
     selected = (F.col("db") == shape.db) & (F.col("table") == shape.table) & (F.col("segment") == shape.segment)
+    unfit_columns = F.filter(F.array(*[unfit(n, t) for n, t in shape.columns], F.lit(None)), lambda c: c.isNotNull())
     return actions.where(selected).select(
-        *[typed(name, spark_type) for name, spark_type in shape.columns],
+        *[typed(name, spark_type).alias(name) for name, spark_type in shape.columns],
         F.col("seq").alias(E.SEQ),
         F.col("seq2").alias(E.SEQ2),
         F.col("op").alias(E.OP),
@@ -90,6 +102,7 @@ def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime)
         F.col("rank").cast("int").alias(E.RANK),
         F.col("partial").alias(E.PARTIAL),
         F.when(F.col("partial"), F.map_keys("image")).alias(E.PRESENT),
+        unfit_columns.cast("array<string>").alias(E.UNFIT),
     )
 
 
@@ -167,12 +180,64 @@ def apply_changes(
         if actions is not None:
             actions.unpersist()
         history_uri = lake.child(zones.schema_history_dir(source.name))
-        record_history(engine, history_uri, [e for e in events if e.status], batch, loaded_at, commit_info)
+        recorded = [e for e in events if e.status] + writer.widenings
+        record_history(engine, history_uri, recorded, batch, loaded_at, commit_info)
+        quarantine_rejections(
+            engine,
+            lake.child(zones.apply_quarantine_dir(source.name)),
+            source.name,
+            writer.rejected,
+            batch,
+            loaded_at,
+            commit_info,
+        )
     return {
         "tables": tables,
         "ddl": {status: sum(e.status == status for e in events) for status in sorted({e.status for e in events})},
         "ddl_unsupported": [_unsupported(e) for e in events if e.unsupported],
+        "schema_changes": [_schema_change(e) for e in writer.widenings],
+        "rejected_changes": len(writer.rejected),
+        "rejection_reasons": _counted(r["reason"] for r in writer.rejected),
     }
+
+
+def _schema_change(event: DdlEvent) -> dict:
+    """A column widened because the data needed it, as the apply report lists it (and alerts quote it)."""
+    return {
+        "table": event.name,
+        "seq": str(event.seq),
+        "origin": f"{event.origin_file}:{event.origin_line}",
+        "change": event.detail,
+    }
+
+
+def widening_event(location: D.TableLocation, change: SchemaChange, version: int) -> DdlEvent:
+    """A column widened for the data, as a schema-history row (op `WIDEN`, no DDL text) at the first change
+    that carried a value in it."""
+    statement = S.Statement(S.TableName(location.db, location.table), (S.ChangeColumnType(change.column, change.new),))
+    detail = f"widened {change.column} from {change.old} to {change.new}: the data needs it (no DDL)"
+    return DdlEvent(
+        location.db,
+        location.table,
+        change.seq,
+        change.seq2,
+        change.origin_file,
+        change.origin_line,
+        0,
+        "WIDEN",
+        None,
+        statement,
+        status=D.APPLIED,
+        detail=detail,
+        schema_version=version,
+    )
+
+
+def _counted(reasons) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason] = counts.get(reason, 0) + 1
+    return counts
 
 
 def _unsupported(event: DdlEvent) -> dict:
@@ -194,6 +259,8 @@ class _Batch:
         self.commit_info, self.loaded_at, self.actions = commit_info, loaded_at, actions
         self.retention = timedelta(hours=source.tombstone_retention_hours)
         self.recluster = recluster
+        self.widenings: list[DdlEvent] = []  # columns widened for the data, recorded like DDL in the schema history
+        self.rejected: list[dict] = []  # changes no column type could hold, for the apply quarantine
         self.file_size = source.silver_file_size_mb * 2**20
 
     def apply_table(self, db: str, table: str, shapes: dict[int, TableShape], events: list[DdlEvent]) -> dict:
@@ -241,7 +308,13 @@ class _Batch:
         mark = D.schema_mark(self.engine, table.uri)
         add_columns = self.source.auto_add_columns and (mark is None or _newest(change_set) > mark)
         result = apply_change_set(self.engine, table, change_set, self.loaded_at, self.retention, add_columns)
-        return {"actions": change_set.num_rows, **{k: v for k, v in asdict(result).items() if k != "version"}}
+        version = self.engine.version(table.uri)
+        self.widenings += [widening_event(location, change, version) for change in result.schema_changes]
+        self.rejected += [{"db": location.db, "table": location.table, **asdict(r)} for r in result.rejections]
+        counts = {k: v for k, v in asdict(result).items() if k not in ("version", "schema_changes", "rejections")}
+        if result.schema_changes or result.rejections:
+            counts |= {"widened_columns": len(result.schema_changes), "rejected": len(result.rejections)}
+        return {"actions": change_set.num_rows, **counts}
 
     def _perform(self, location: D.TableLocation, event: DdlEvent) -> None:
         """Perform one DDL message under the source's policy; its outcome goes to the schema history."""

@@ -2,6 +2,14 @@
 
 Reads always go through `DeltaTable.scan()`: `to_pyarrow_table()` returns NULL columns on tables with
 column mapping (see ENVIRONMENT.md).
+
+File statistics that lie: delta-rs 1.6 writes the min/max of a decimal column with scale 0 and precision of 19
+or more (BIGINT UNSIGNED's decimal(20,0), decimal(38,0) ordering keys) clamped to the int64 range, so a file
+holding 2^63 records max 2^63-1, and a merge's key-range pruning then skips the file that holds the key (the
+change is inserted again instead of updating or deleting it). Every table this engine writes therefore lists
+the columns whose statistics are collected (`delta.dataSkippingStatsColumns`, a plain table property, no
+table feature) without such columns; delta-rs then ignores those columns' statistics in files written before,
+too, so neither merges nor other readers prune on them (`untrusted_statistics`).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from lakeloader.engine.base import (
     PARTIAL,
     PRESENT,
     STAGING_COLUMNS,
+    STATS_COLUMNS_PROPERTY,
     UPSERT,
     MergeResult,
 )
@@ -36,6 +45,28 @@ def quote(name: str) -> str:
 
 def literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def untrusted_statistics(schema: pa.Schema) -> list[str]:
+    """Columns whose file statistics delta-rs 1.6 may write wrongly: decimals of scale 0 that can exceed int64
+    (their min/max are clamped to it)."""
+    return [f.name for f in schema if pa.types.is_decimal(f.type) and f.type.scale == 0 and f.type.precision >= 19]
+
+
+def statistics_configuration(schema: pa.Schema) -> dict[str, str]:
+    """The table property that keeps statistics off the `untrusted_statistics` columns (empty: none needs it)."""
+    untrusted = set(untrusted_statistics(schema))
+    if not untrusted:
+        return {}
+    trusted = [f.name for f in schema if f.name not in untrusted]
+    return {STATS_COLUMNS_PROPERTY: ",".join(_stats_name(name) for name in trusted)}
+
+
+def _stats_name(name: str) -> str:
+    """A column name as `delta.dataSkippingStatsColumns` lists it (backticks unless plain; `a.b` is a path)."""
+    if name.replace("_", "").isalnum() and name.isascii():
+        return name
+    return "`" + name.replace("`", "``") + "`"
 
 
 def newer(order_columns: tuple[str, ...], source: str = "s", target: str = "t") -> str:
@@ -77,12 +108,13 @@ class DeltaRsEngine:
         commit_info: dict[str, str],
         file_size: int | None = None,
     ) -> None:
+        configuration = {FILE_SIZE_PROPERTY: str(file_size)} if file_size else {}
         DeltaTable.create(
             uri,
             schema=schema,
             mode="ignore",
             description=json.dumps(properties, sort_keys=True),
-            configuration={FILE_SIZE_PROPERTY: str(file_size)} if file_size else None,
+            configuration={**configuration, **statistics_configuration(schema)} or None,
             storage_options=self.storage_options,
             commit_properties=CommitProperties(custom_metadata=commit_info),
         )
@@ -109,6 +141,35 @@ class DeltaRsEngine:
         self._table(uri).alter.add_columns(
             delta_fields, commit_properties=CommitProperties(custom_metadata=commit_info)
         )
+        self._trust_statistics(uri, commit_info)
+
+    def widen_columns(self, uri: str, fields: list[pa.Field], commit_info: dict[str, str]) -> None:
+        """delta-rs has no ALTER COLUMN TYPE (and the type widening table feature is one delta-rs 1.6 cannot
+        write): the table is rewritten with the columns cast, its description and configuration kept."""
+        types = {f.name: f.type for f in fields}
+        schema = pa.schema([f.with_type(types.get(f.name, f.type)) for f in self.schema(uri)])
+
+        def cast(batch: pa.Table) -> pa.Table:
+            for name, arrow in types.items():
+                batch = batch.set_column(batch.schema.get_field_index(name), name, pc.cast(batch[name], arrow))
+            return batch
+
+        self.rewrite(uri, schema, cast, commit_info)
+
+    def _trust_statistics(self, uri: str, commit_info: dict[str, str]) -> DeltaTable:
+        """Keep statistics off the table's `untrusted_statistics` columns (see the module's docstring): sets
+        `delta.dataSkippingStatsColumns` when the schema needs it and the property does not say so yet (a
+        table created before, a column added or retyped); the table as it is afterwards."""
+        table = self._table(uri)
+        schema = pa.schema(table.schema().to_arrow())
+        wanted = statistics_configuration(schema)
+        current = table.metadata().configuration.get(STATS_COLUMNS_PROPERTY)
+        if STATS_COLUMNS_PROPERTY not in wanted and current is not None:
+            wanted = {STATS_COLUMNS_PROPERTY: ",".join(_stats_name(f.name) for f in schema)}  # a new column's too
+        if not wanted or wanted[STATS_COLUMNS_PROPERTY] == current:
+            return table
+        table.alter.set_table_properties(wanted, commit_properties=CommitProperties(custom_metadata=commit_info))
+        return self._table(uri)
 
     def merge(
         self,
@@ -118,7 +179,7 @@ class DeltaRsEngine:
         order_columns: tuple[str, ...],
         commit_info: dict[str, str],
     ) -> MergeResult:
-        table = self._table(uri)
+        table = self._trust_statistics(uri, commit_info)
         columns = [name for name in table.schema().to_arrow().names if name in changes.column_names]
         has_partial = PARTIAL in changes.column_names and bool(pc.any(changes[PARTIAL]).as_py())
         fixed = {*key_columns, *METADATA_COLUMNS}
@@ -152,7 +213,8 @@ class DeltaRsEngine:
         )
 
     def delete_where(self, uri: str, predicate: str, commit_info: dict[str, str]) -> int:
-        metrics = self._table(uri).delete(predicate, commit_properties=CommitProperties(custom_metadata=commit_info))
+        table = self._trust_statistics(uri, commit_info)
+        metrics = table.delete(predicate, commit_properties=CommitProperties(custom_metadata=commit_info))
         return int(metrics.get("num_deleted_rows", 0))
 
     def rewrite(
@@ -168,6 +230,7 @@ class DeltaRsEngine:
             storage_options=self.storage_options,
             commit_properties=CommitProperties(custom_metadata=commit_info),
         )
+        self._trust_statistics(uri, commit_info)
 
     def clustered(self, uri: str, column: str, file_size: int) -> bool:
         """Whether the table targets `file_size` and its files hold disjoint ranges of `column` (from the
@@ -189,15 +252,16 @@ class DeltaRsEngine:
     def recluster(self, uri: str, columns: list[str], file_size: int, commit_info: dict[str, str]) -> int:
         """Lay the table out in files of about `file_size` bytes, and make that the size merges write; returns
         the files written. A one-column key is rewritten in key order (delta-rs' Z-order of one column). A
-        composite key only has its small files merged, in the order they were written: Z-order over several
-        columns interleaves them, so each file spans a wide range of every key column and a merge of recent
-        keys rewrites several times the bytes (docs/performance.md)."""
+        composite key, or a key column without statistics (`untrusted_statistics`: merges cannot prune on it),
+        only has its small files merged, in the order they were written: Z-order over several columns
+        interleaves them, so each file spans a wide range of every key column and a merge of recent keys
+        rewrites several times the bytes (docs/performance.md)."""
         commit = CommitProperties(custom_metadata=commit_info)
         table = self._table(uri)
         if not _aims_at(table, file_size):
             table.alter.set_table_properties({FILE_SIZE_PROPERTY: str(file_size)}, commit_properties=commit)
         optimize = self._table(uri).optimize
-        if len(columns) == 1:
+        if len(columns) == 1 and columns[0] not in untrusted_statistics(self.schema(uri)):
             metrics = optimize.z_order(columns, target_size=file_size, commit_properties=commit)
         else:
             metrics = optimize.compact(target_size=file_size, commit_properties=commit)
