@@ -13,12 +13,14 @@ from deltalake import DeltaTable, write_deltalake
 from format_support import report, run, silver_rows, silver_schema, source_for, write_export
 
 from lakeloader import zones
+from lakeloader.config import WebhookAlert
 from lakeloader.ddl import changes as D
 from lakeloader.ddl import statements as S
 from lakeloader.ddl.widening import is_widening, widest
 from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.storage import open_store
+from lakeloader_airflow import checks
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 H6 = H5 + timedelta(hours=1)
@@ -194,3 +196,27 @@ def test_modify_widens_a_tinyint_column_through_smallint_and_int(tmp_path):
         raise AssertionError("a narrowing was performed")
     except D.UnsupportedOperation as refused:
         assert str(refused) == "type change of c from bigint to int is not a widening"
+
+
+def test_widened_columns_and_quarantined_changes_are_alerted(tmp_path, http_receiver):
+    config = source_for("canal_json", tmp_path, alerts=(WebhookAlert(type="webhook", url=f"{http_receiver.url}/h"),))
+    widened = {"table": "shop.t", "origin": "t/0006.json:2", "change": "widened n from int to bigint: the data ..."}
+    summary = {
+        "hour": "2026-11-21T06",
+        "schema_changes": [widened],
+        "rejected_changes": 2,
+        "rejection_reasons": {"r": 2},
+    }
+
+    checks._alert_column_types(config, summary, "lakeloader_src_hourly", "scheduled__6")
+    checks._alert_column_types(config, {"hour": "2026-11-21T07"}, "lakeloader_src_hourly", "scheduled__7")  # nothing
+
+    [alert] = [json.loads(r["body"]) for r in http_receiver.received()]
+    assert (alert["kind"], alert["summary"]) == (
+        "column_types",
+        "Source src: in hour 2026-11-21T06 the data widened 1 silver column(s) without DDL and 2 change(s) held "
+        "values no column type can take (quarantined)",
+    )
+    assert alert["details"]["widened"] == ["shop.t at t/0006.json:2: widened n from int to bigint: the data ..."]
+    assert alert["details"]["quarantined"] == ["2 x r"]
+    assert alert["details"]["quarantine"].endswith("/lake/bronze/src/apply_quarantine")
