@@ -45,6 +45,7 @@ from lakeloader.ddl.moves import (
     table_id_literal,
     with_moves,
 )
+from lakeloader.ddl.widening import widest
 from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
 from lakeloader.engine.deltars import DeltaRsEngine
@@ -444,7 +445,10 @@ def _multiset_shapes(shapes: list[TableShape]) -> list[TableShape]:
         tables.setdefault((shape.db, shape.table), []).append(shape)
     merged = []
     for segments in tables.values():
-        columns = dict(column for s in segments for column in s.columns)  # the latest type ...
+        columns: dict[str, str] = {}  # the widest type, else (no type holds both: DDL changed it) the latest ...
+        for name, spark_type in (column for s in segments for column in s.columns):
+            earlier = columns.get(name)
+            columns[name] = (earlier and spark_type and widest(earlier, spark_type)) or spark_type
         order = list(dict.fromkeys(name for s in segments for name, _ in s.columns))  # ... first position
         columns_in_order = [(name, columns[name]) for name in order if name not in multiset.KEY]
         merged.append(replace(segments[0], columns=columns_in_order + multiset.COLUMNS, key=multiset.KEY))
