@@ -19,6 +19,7 @@ from lakeloader.ddl import statements as S
 from lakeloader.ddl.widening import is_widening, widest
 from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
+from lakeloader.silver import _exact_cast
 from lakeloader.storage import open_store
 from lakeloader_airflow import checks
 
@@ -66,6 +67,20 @@ def test_the_widening_lattice_holds_every_old_value():
         ("bigint", "decimal(5,2)"), ("decimal(38,30)", "bigint"), ("bigint", "double"), ("int", "date"),
         ("int", "string"),
     ]] == ["bigint", "bigint", "double", "decimal(12,4)", "decimal(21,2)", None, None, None, None]  # fmt: skip
+
+
+def test_a_value_takes_the_silver_type_only_when_it_survives_the_cast_exactly():
+    cases = [
+        ([0, 1, 2, None], pa.int8(), pa.bool_(), [False, True, None, None], [True, True, False, True]),
+        ([0.1, 0.5], pa.float64(), pa.float32(), [None, 0.5], [False, True]),
+        (["1.5", "abc", None, "1.555"], pa.string(), pa.decimal128(10, 2), [Decimal("1.50"), None, None, None],
+         [True, False, True, False]),
+        ([2**40, 5], pa.int64(), pa.int32(), [None, 5], [False, True]),
+        ([b"\xff", b"ok"], pa.binary(), pa.string(), [None, "ok"], [False, True]),
+    ]  # fmt: skip
+    for values, source, target, cast, fits in cases:
+        result = _exact_cast(pa.array(values, source), target)
+        assert (result[0].to_pylist(), result[1].to_pylist()) == (cast, fits), (source, target)
 
 
 def test_merges_update_keys_above_2_63_whatever_the_file_statistics_say(tmp_path):

@@ -265,14 +265,16 @@ def _unfit_text(change_set: pa.Table) -> dict[str, pa.Array]:
 
 def _exact_cast(values: pa.Array, target: pa.DataType) -> tuple[pa.Array, pa.Array]:
     """`values` cast to `target`, and which of them survive exactly (NULL does); one that does not is NULL in
-    the cast. Arrow's safe cast refuses every loss but a float's rounding, checked by casting back; the
-    value-by-value fallback only runs for an array holding a value that does not fit."""
+    the cast. Arrow's safe cast refuses every loss but a float's rounding and a number's truth value (2 ->
+    true), checked by casting back; the value-by-value fallback only runs for an array holding a value that
+    does not fit."""
     try:
         cast = pc.cast(values, target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         cast = pa.array([_cast_one(v, target) for v in values], target)
     fits = pc.or_(pc.is_null(values), pc.is_valid(cast))
-    if pa.types.is_floating(target) and not pa.types.is_string(values.type):
+    textual = pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
+    if (pa.types.is_floating(target) or pa.types.is_boolean(target)) and not textual:
         back = pc.cast(cast, values.type, safe=False)
         fits = pc.and_(fits, pc.fill_null(pc.equal(back, values), True))
     return pc.if_else(fits, cast, pa.scalar(None, target)), fits
