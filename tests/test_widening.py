@@ -235,3 +235,30 @@ def test_widened_columns_and_quarantined_changes_are_alerted(tmp_path, http_rece
     assert alert["details"]["widened"] == ["shop.t at t/0006.json:2: widened n from int to bigint: the data ..."]
     assert alert["details"]["quarantined"] == ["2 x r"]
     assert alert["details"]["quarantine"].endswith("/lake/bronze/src/apply_quarantine")
+
+
+def test_a_debezium_field_going_from_int32_to_int64_widens_the_column(spark, tmp_path):
+    """Within an hour the column takes the widest type its messages declare (the int32 message's value is not
+    lost to the int64 one's), and across hours the silver column widens."""
+    config = source_for("debezium_json", tmp_path, primary_keys={"shop.t": ("id",)})
+
+    def event(n: int, type_n: str, ts_ms: int) -> str:
+        fields = [{"field": "id", "type": "int32"}, {"field": "n", "type": type_n}]
+        schema = {"type": "struct", "fields": [{"field": "after", "type": "struct", "fields": fields}]}
+        origin = {"connector": "mysql", "name": "db", "ts_ms": ts_ms, "db": "shop", "table": "t"}
+        payload = {"op": "c", "before": None, "after": {"id": n % 1000, "n": n}, "source": origin, "ts_ms": ts_ms}
+        return json.dumps({"schema": schema, "payload": payload})
+
+    write_export(config, "db/0005.json", [event(1, "int32", T0)], H5)
+    hour6 = [event(2, "int32", T0 + 3_600_000), event(3_000_000_003, "int64", T0 + 3_601_000)]
+    write_export(config, "db/0006.json", hour6, H6)
+
+    reports = run(spark, config, [H5, H6])
+
+    assert silver_schema(config, "shop", "t") == {"id": "int32", "n": "int64"}
+    assert silver_rows(config, "shop", "t") == [{"id": 1, "n": 1}, {"id": 2, "n": 2}, {"id": 3, "n": 3_000_000_003}]
+    [change] = report(reports, "apply", H6)["schema_changes"]
+    assert (change["origin"], change["change"]) == (
+        "db/0006.json:1",
+        "widened n from int to bigint: the data needs it (no DDL)",
+    )
