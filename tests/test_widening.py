@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
+from deltalake import DeltaTable, QueryBuilder, write_deltalake
 from format_support import report, run, silver_rows, silver_schema, source_for, write_export
 
 from lakeloader import zones
@@ -84,8 +84,9 @@ def test_a_value_takes_the_silver_type_only_when_it_survives_the_cast_exactly():
 
 
 def test_merges_update_keys_above_2_63_whatever_the_file_statistics_say(tmp_path):
-    """A table written before the fix (plain delta-rs: statistics clamped to 2^63-1) and one the engine creates
-    (no statistics on the key): the engine's merge updates the key in both instead of inserting it again."""
+    """A table written before the fix (plain delta-rs: statistics clamped to 2^63-1) and one the engine writes
+    (the key left out of the statistics once it reaches 2^63): the engine's merge updates the key in both
+    instead of inserting it again, and a filtered read finds it."""
     engine, schema = DeltaRsEngine(), pa.schema([("id", pa.decimal128(20, 0)), ("v", pa.string())])
     keys = [Decimal(2**63), Decimal(2**64 - 1), Decimal(5)]
     old, new = str(tmp_path / "old"), str(tmp_path / "new")
@@ -106,6 +107,8 @@ def test_merges_update_keys_above_2_63_whatever_the_file_statistics_say(tmp_path
             {"id": Decimal(2**63), "v": "b"},
         ]
         assert DeltaTable(uri).metadata().configuration[E.STATS_COLUMNS_PROPERTY] == "v"
+        query = QueryBuilder().register("t", DeltaTable(uri))  # other readers no longer skip the file either
+        assert pa.table(query.execute(f"SELECT count(*) AS n FROM t WHERE id = {2**63}"))["n"].to_pylist() == [1]
 
 
 def test_a_key_above_2_63_is_updated_and_deleted_not_duplicated(spark, tmp_path):
