@@ -212,24 +212,25 @@ def _schema_change(event: DdlEvent) -> dict:
     }
 
 
-def widening_event(location: D.TableLocation, change: SchemaChange, version: int) -> DdlEvent:
-    """A column widened for the data, as a schema-history row (op `WIDEN`, no DDL text) at the first change
-    that carried a value in it."""
-    statement = S.Statement(S.TableName(location.db, location.table), (S.ChangeColumnType(change.column, change.new),))
-    detail = f"widened {change.column} from {change.old} to {change.new}: the data needs it (no DDL)"
+def widening_event(location: D.TableLocation, changes: tuple[SchemaChange, ...], version: int) -> DdlEvent:
+    """The columns one segment widened for its data, as one schema-history row (op `WIDEN`, no DDL text) at the
+    earliest of the changes that first carried a value in them."""
+    first = min(changes, key=lambda c: (c.seq, c.seq2))
+    operations = tuple(S.ChangeColumnType(c.column, c.new) for c in changes)
+    detail = "; ".join(f"widened {c.column} from {c.old} to {c.new}" for c in changes)
     return DdlEvent(
         location.db,
         location.table,
-        change.seq,
-        change.seq2,
-        change.origin_file,
-        change.origin_line,
+        first.seq,
+        first.seq2,
+        first.origin_file,
+        first.origin_line,
         0,
         "WIDEN",
         None,
-        statement,
+        S.Statement(S.TableName(location.db, location.table), operations),
         status=D.APPLIED,
-        detail=detail,
+        detail=f"{detail}: the data needs it (no DDL)",
         schema_version=version,
     )
 
@@ -310,7 +311,8 @@ class _Batch:
         add_columns = self.source.auto_add_columns and (mark is None or _newest(change_set) > mark)
         result = apply_change_set(self.engine, table, change_set, self.loaded_at, self.retention, add_columns)
         version = self.engine.version(table.uri)
-        self.widenings += [widening_event(location, change, version) for change in result.schema_changes]
+        if result.schema_changes:
+            self.widenings.append(widening_event(location, result.schema_changes, version))
         self.rejected += [{"db": location.db, "table": location.table, **asdict(r)} for r in result.rejections]
         counts = {k: v for k, v in asdict(result).items() if k not in ("version", "schema_changes", "rejections")}
         if result.schema_changes or result.rejections:

@@ -319,7 +319,8 @@ def _rejections(rows: pa.Table, flagged: dict[str, list[bool]], reasons: dict[st
     return tuple(out)
 
 
-QUARANTINE_KEY = ["db", "table", E.SEQ, E.SEQ2, "origin_file", "origin_line", "action"]
+# a message may hold several rows (Canal), the change set does not carry their index: the row tells them apart
+QUARANTINE_KEY = ["db", "table", E.SEQ, E.SEQ2, "origin_file", "origin_line", "action", "row"]
 QUARANTINE_SCHEMA = pa.schema(
     [
         ("source", pa.string()),
@@ -342,11 +343,11 @@ def quarantine_rejections(
     engine: TableEngine, uri: str, source: str, rejected: list[dict], batch: str, at: datetime, commit_info: dict
 ) -> None:
     """Keep the changes `_fit_types` rejected, with their reasons, in the apply quarantine (a Delta table keyed by
-    the change's table, ordering key and origin, so a rerun adds nothing)."""
+    the change's table, ordering key, origin and values, so a rerun adds nothing)."""
     if not rejected:
         return
-    rows = [
-        {
+    rows = {
+        tuple(str(r[k]) for k in ("db", "table", "seq", "seq2", "origin_file", "origin_line", "action", "row")): {
             "source": source,
             "db": r["db"],
             "table": r["table"],
@@ -361,8 +362,8 @@ def quarantine_rejections(
             "recorded_at": at,
         }
         for r in rejected
-    ]
-    table = pa.Table.from_pylist(rows, QUARANTINE_SCHEMA)
+    }
+    table = pa.Table.from_pylist(list(rows.values()), QUARANTINE_SCHEMA)
     if not engine.exists(uri):
         engine.create(uri, QUARANTINE_SCHEMA, {}, commit_info)
     changes = table.append_column(E.ACTION, pa.array([E.UPSERT] * table.num_rows))
