@@ -45,12 +45,20 @@ from lakeloader.ddl.moves import (
     table_id_literal,
     with_moves,
 )
+from lakeloader.ddl.widening import widest
 from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.multiset import multiset_actions
 from lakeloader.ordering import TableShape, key_actions, table_shapes
-from lakeloader.silver import SilverTable, apply_change_set, recorded_key, truncation_mark
+from lakeloader.silver import (
+    SchemaChange,
+    SilverTable,
+    apply_change_set,
+    quarantine_rejections,
+    recorded_key,
+    truncation_mark,
+)
 from lakeloader.spark import read_parquet_dir
 from lakeloader.storage import Store, delta_storage_options, open_store
 
@@ -73,12 +81,17 @@ def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime)
 
     def typed(name: str, spark_type: str) -> Column:
         text = F.element_at("image", F.lit(name))
-        value = F.unbase64(text) if spark_type == "binary" else text.try_cast(spark_type)
-        return value.alias(name)
+        return F.unbase64(text) if spark_type == "binary" else text.try_cast(spark_type)
+
+    def unfit(name: str, spark_type: str) -> Column:
+        """The column's name when its text is not a value of the segment's type (declared by an earlier
+        message of the batch, `ordering.table_shapes`), so the change is rejected rather than loaded as NULL."""
+        return F.when(F.element_at("image", F.lit(name)).isNotNull() & typed(name, spark_type).isNull(), F.lit(name))
 
     selected = (F.col("db") == shape.db) & (F.col("table") == shape.table) & (F.col("segment") == shape.segment)
+    unfit_columns = F.filter(F.array(*[unfit(n, t) for n, t in shape.columns], F.lit(None)), lambda c: c.isNotNull())
     return actions.where(selected).select(
-        *[typed(name, spark_type) for name, spark_type in shape.columns],
+        *[typed(name, spark_type).alias(name) for name, spark_type in shape.columns],
         F.col("seq").alias(E.SEQ),
         F.col("seq2").alias(E.SEQ2),
         F.col("op").alias(E.OP),
@@ -90,6 +103,7 @@ def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime)
         F.col("rank").cast("int").alias(E.RANK),
         F.col("partial").alias(E.PARTIAL),
         F.when(F.col("partial"), F.map_keys("image")).alias(E.PRESENT),
+        unfit_columns.cast("array<string>").alias(E.UNFIT),
     )
 
 
@@ -167,12 +181,65 @@ def apply_changes(
         if actions is not None:
             actions.unpersist()
         history_uri = lake.child(zones.schema_history_dir(source.name))
-        record_history(engine, history_uri, [e for e in events if e.status], batch, loaded_at, commit_info)
+        recorded = [e for e in events if e.status] + writer.widenings
+        record_history(engine, history_uri, recorded, batch, loaded_at, commit_info)
+        quarantine_rejections(
+            engine,
+            lake.child(zones.apply_quarantine_dir(source.name)),
+            source.name,
+            writer.rejected,
+            batch,
+            loaded_at,
+            commit_info,
+        )
     return {
         "tables": tables,
         "ddl": {status: sum(e.status == status for e in events) for status in sorted({e.status for e in events})},
         "ddl_unsupported": [_unsupported(e) for e in events if e.unsupported],
+        "schema_changes": [_schema_change(e) for e in writer.widenings],
+        "rejected_changes": len(writer.rejected),
+        "rejection_reasons": _counted(r["reason"] for r in writer.rejected),
     }
+
+
+def _schema_change(event: DdlEvent) -> dict:
+    """A column widened because the data needed it, as the apply report lists it (and alerts quote it)."""
+    return {
+        "table": event.name,
+        "seq": str(event.seq),
+        "origin": f"{event.origin_file}:{event.origin_line}",
+        "change": event.detail,
+    }
+
+
+def widening_event(location: D.TableLocation, changes: tuple[SchemaChange, ...], version: int) -> DdlEvent:
+    """The columns one segment widened for its data, as one schema-history row (op `WIDEN`, no DDL text) at the
+    earliest of the changes that first carried a value in them."""
+    first = min(changes, key=lambda c: (c.seq, c.seq2))
+    operations = tuple(S.ChangeColumnType(c.column, c.new) for c in changes)
+    detail = "; ".join(f"widened {c.column} from {c.old} to {c.new}" for c in changes)
+    return DdlEvent(
+        location.db,
+        location.table,
+        first.seq,
+        first.seq2,
+        first.origin_file,
+        first.origin_line,
+        0,
+        "WIDEN",
+        None,
+        S.Statement(S.TableName(location.db, location.table), operations),
+        status=D.APPLIED,
+        detail=f"{detail}: the data needs it (no DDL)",
+        schema_version=version,
+    )
+
+
+def _counted(reasons) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason] = counts.get(reason, 0) + 1
+    return counts
 
 
 def _unsupported(event: DdlEvent) -> dict:
@@ -194,6 +261,8 @@ class _Batch:
         self.commit_info, self.loaded_at, self.actions = commit_info, loaded_at, actions
         self.retention = timedelta(hours=source.tombstone_retention_hours)
         self.recluster = recluster
+        self.widenings: list[DdlEvent] = []  # columns widened for the data, recorded like DDL in the schema history
+        self.rejected: list[dict] = []  # changes no column type could hold, for the apply quarantine
         self.file_size = source.silver_file_size_mb * 2**20
 
     def apply_table(self, db: str, table: str, shapes: dict[int, TableShape], events: list[DdlEvent]) -> dict:
@@ -241,7 +310,14 @@ class _Batch:
         mark = D.schema_mark(self.engine, table.uri)
         add_columns = self.source.auto_add_columns and (mark is None or _newest(change_set) > mark)
         result = apply_change_set(self.engine, table, change_set, self.loaded_at, self.retention, add_columns)
-        return {"actions": change_set.num_rows, **{k: v for k, v in asdict(result).items() if k != "version"}}
+        version = self.engine.version(table.uri)
+        if result.schema_changes:
+            self.widenings.append(widening_event(location, result.schema_changes, version))
+        self.rejected += [{"db": location.db, "table": location.table, **asdict(r)} for r in result.rejections]
+        counts = {k: v for k, v in asdict(result).items() if k not in ("version", "schema_changes", "rejections")}
+        if result.schema_changes or result.rejections:
+            counts |= {"widened_columns": len(result.schema_changes), "rejected": len(result.rejections)}
+        return {"actions": change_set.num_rows, **counts}
 
     def _perform(self, location: D.TableLocation, event: DdlEvent) -> None:
         """Perform one DDL message under the source's policy; its outcome goes to the schema history."""
@@ -371,7 +447,10 @@ def _multiset_shapes(shapes: list[TableShape]) -> list[TableShape]:
         tables.setdefault((shape.db, shape.table), []).append(shape)
     merged = []
     for segments in tables.values():
-        columns = dict(column for s in segments for column in s.columns)  # the latest type ...
+        columns: dict[str, str] = {}  # the widest type, else (no type holds both: DDL changed it) the latest ...
+        for name, spark_type in (column for s in segments for column in s.columns):
+            earlier = columns.get(name)
+            columns[name] = (earlier and spark_type and widest(earlier, spark_type)) or spark_type
         order = list(dict.fromkeys(name for s in segments for name, _ in s.columns))  # ... first position
         columns_in_order = [(name, columns[name]) for name in order if name not in multiset.KEY]
         merged.append(replace(segments[0], columns=columns_in_order + multiset.COLUMNS, key=multiset.KEY))

@@ -18,6 +18,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from lakeloader import canonical as C
+from lakeloader.ddl.widening import widest
 from lakeloader.engine import base as E
 
 BEFORE_HALF_RANK, DEFAULT_RANK = 0, 1
@@ -40,8 +41,8 @@ class TableShape:
 
 
 def table_shapes(data: DataFrame, key_overrides: dict[str, list[str]]) -> list[TableShape]:
-    """Columns (latest declared type, first-declared position) and key of every table and segment in
-    the batch (`data` has a `segment` column; see lakeloader.apply).
+    """Columns (the widest of their declared types, `_widest_types`; first-declared position) and key of every
+    table and segment in the batch (`data` has a `segment` column; see lakeloader.apply).
 
     Key precedence: `key_overrides` (configured or recorded keys), then the table's latest declared
     primary key; none at all is an empty key (a multiset table, `lakeloader.multiset`).
@@ -50,10 +51,11 @@ def table_shapes(data: DataFrame, key_overrides: dict[str, list[str]]) -> list[T
     group = ["db", "table", "segment"]
     columns = (
         data.select(*group, order.alias("order"), F.posexplode("columns").alias("pos", "column"))
-        .groupBy(*group, F.col("column.name").alias("name"))
-        .agg(F.max_by("column.type", "order").alias("type"), F.min("pos").alias("pos"))
+        .groupBy(*group, F.col("column.name").alias("name"), F.col("column.type").alias("type"))
+        .agg(F.min("order").alias("first"), F.min("pos").alias("pos"))
         .collect()
     )
+    columns = _widest_types(columns)
     keys = {
         (r["db"], r["table"]): r["key"]
         for r in data.groupBy("db", "table")
@@ -69,6 +71,27 @@ def table_shapes(data: DataFrame, key_overrides: dict[str, list[str]]) -> list[T
         key = key_overrides.get(f"{db}.{table}") or keys.get((db, table)) or []
         shapes.append(TableShape(db, table, ordered, list(key), segment))
     return shapes
+
+
+def _widest_types(rows: list) -> list[dict]:
+    """One row per (db, table, segment, name) from its rows per declared type: the types joined in the order
+    they were first declared (`lakeloader.ddl.widening.widest`), so every value of the batch fits; a type with
+    no exact join with those before it is left out, and its values that do not fit are rejected
+    (`lakeloader.silver`)."""
+    by_column: dict[tuple, list] = {}
+    for row in sorted(rows, key=lambda r: [(v is None, v or 0) for v in r["first"]]):
+        by_column.setdefault((row["db"], row["table"], row["segment"], row["name"]), []).append(row)
+    joined = []
+    for (db, table, segment, name), declared in by_column.items():
+        spark_type = declared[0]["type"]
+        for row in declared[1:]:
+            if spark_type is None or row["type"] is None:
+                spark_type = spark_type or row["type"]
+            else:
+                spark_type = widest(spark_type, row["type"]) or spark_type
+        position = min(r["pos"] for r in declared)
+        joined.append({"db": db, "table": table, "segment": segment, "name": name, "type": spark_type, "pos": position})
+    return joined
 
 
 def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:

@@ -9,12 +9,18 @@ changes:
   its own second half (same sequence, rank 1) outranks, also when the halves land in different hours.
 - truncation mark: a TRUNCATE at ordering key T deletes every row older than T, and T is recorded in the
   table's properties, so changes older than T are ignored from then on.
+
+Before the merge, the change set is fitted to the table's columns (`_fit_types`): a column whose batch type
+the silver type cannot hold is widened (`lakeloader.ddl.widening.widest`: int -> bigint, float -> double, a
+larger decimal, ...) by rewriting the table, and reported as a schema change; where no type holds both, the
+values are cast to the silver type and a change whose value does not survive exactly is rejected with the
+reason (quarantined by the caller) instead of failing the merge.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -22,6 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeloader import multiset
+from lakeloader.ddl.types import arrow_type, spark_type_of_arrow
+from lakeloader.ddl.widening import widest
 from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
 from lakeloader.engine.deltars import literal, quote
@@ -41,6 +49,33 @@ class SilverTable:
 
 
 @dataclass(frozen=True)
+class SchemaChange:
+    """A silver column retyped because a batch's values needed a wider type (no DDL said so), and the first
+    change (by ordering key) of the batch that carried a value in it."""
+
+    column: str
+    old: str
+    new: str
+    seq: Decimal
+    seq2: Decimal
+    origin_file: str
+    origin_line: int
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A change left out because a value fits neither its silver column nor any safe widening of it."""
+
+    reason: str
+    row: str  # the change's values as JSON text
+    seq: Decimal
+    seq2: Decimal
+    origin_file: str
+    origin_line: int
+    action: str
+
+
+@dataclass(frozen=True)
 class ApplyResult:
     inserted: int
     updated: int
@@ -48,6 +83,8 @@ class ApplyResult:
     stale_upserts: int
     older_than_truncation: int
     version: int
+    schema_changes: tuple[SchemaChange, ...] = ()
+    rejections: tuple[Rejection, ...] = field(default=(), repr=False)
 
 
 def recorded_key(engine: TableEngine, uri: str) -> list[str] | None:
@@ -69,8 +106,17 @@ def apply_change_set(
     """Drop what is older than the table's truncation mark or a tombstone, merge, then record the
     batch's deletes as tombstones and forget tombstones past their retention.
 
-    New columns in the change set are added to the table when `add_columns`, else left out."""
+    New columns in the change set are added to the table when `add_columns`, else left out; columns are
+    widened or values rejected as `_fit_types` says (both reported in the result)."""
     change_set = _ensure_table(engine, table, change_set, add_columns)
+    change_set, changes, rejections = _fit_types(engine, table, change_set)
+    result = _apply(engine, table, change_set, loaded_at, retention)
+    return replace(result, schema_changes=changes, rejections=rejections)
+
+
+def _apply(
+    engine: TableEngine, table: SilverTable, change_set: pa.Table, loaded_at: datetime, retention: timedelta
+) -> ApplyResult:
     if table.key == multiset.KEY:
         return _apply_counts(engine, table, change_set)
     mark = truncation_mark(engine, table.uri)
@@ -137,6 +183,191 @@ def _ensure_table(engine: TableEngine, table: SilverTable, change_set: pa.Table,
     elif missing:
         change_set = change_set.drop_columns([f.name for f in missing])
     return change_set
+
+
+def widen_columns(engine: TableEngine, table: SilverTable, types: dict[str, str]) -> None:
+    """Retype columns of the table (and of its tombstones, for key columns) to the given wider Spark types."""
+    engine.widen_columns(table.uri, [pa.field(name, arrow_type(t)) for name, t in types.items()], table.commit_info)
+    keys = {name: t for name, t in types.items() if name in table.key}
+    if keys and engine.exists(table.tombstones_uri):
+        fields = [pa.field(name, arrow_type(t)) for name, t in keys.items()]
+        engine.widen_columns(table.tombstones_uri, fields, table.commit_info)
+
+
+def _fit_types(
+    engine: TableEngine, table: SilverTable, change_set: pa.Table
+) -> tuple[pa.Table, tuple[SchemaChange, ...], tuple[Rejection, ...]]:
+    """The change set with every column of the table's type: a silver column that cannot hold the batch's type
+    is widened to the narrowest type holding both (`widest`); otherwise the batch's values are cast to the
+    silver type, and a change whose value (a key value, or any value of an upsert) does not survive the cast
+    exactly, or whose canonical text did not fit the batch's own type (`E.UNFIT`), is left out as a
+    `Rejection`. A delete keeps its key and loses only values it does not need."""
+    existing = engine.schema(table.uri)
+    old_types = {f.name: spark_type_of_arrow(f.type) for f in existing}
+    wider: dict[str, str] = {}
+    for column in change_set.schema:
+        if column.name in old_types and column.name not in (*E.STAGING_COLUMNS, E.RANK):
+            old, new = old_types[column.name], spark_type_of_arrow(column.type)
+            target = widest(old, new) if old != new else old
+            if target is not None and target != old:
+                wider[column.name] = target
+    changes = tuple(_schema_change(change_set, name, old_types[name], new) for name, new in wider.items())
+    if wider:
+        widen_columns(engine, table, wider)
+        existing = engine.schema(table.uri)
+    batch_types = {f.name: spark_type_of_arrow(f.type) for f in change_set.schema}
+    original = change_set
+    text_unfit = _unfit_text(change_set)  # column -> rows whose text did not fit the batch's type
+    change_set = change_set.drop_columns([c for c in (E.UNFIT,) if c in change_set.column_names])
+    cast_unfit: dict[str, pa.Array] = {}  # column -> rows whose value the silver type cannot hold
+    for target in existing:
+        if target.name not in change_set.column_names or change_set.schema.field(target.name).type == target.type:
+            continue
+        cast, fits = _exact_cast(change_set[target.name].combine_chunks(), target.type)
+        change_set = change_set.set_column(change_set.schema.get_field_index(target.name), target.name, cast)
+        cast_unfit[target.name] = pc.invert(fits)
+    is_upsert = pc.fill_null(pc.equal(change_set[E.ACTION], E.UPSERT), False)
+    rejected = pa.array([False] * change_set.num_rows, pa.bool_())
+    for masks in (text_unfit, cast_unfit):
+        for name, mask in masks.items():
+            masks[name] = pc.and_(mask, is_upsert) if name not in table.key else mask
+            rejected = pc.or_(rejected, masks[name])
+    if not pc.any(rejected).as_py():
+        return change_set, changes, ()
+    silver_types = {f.name: spark_type_of_arrow(f.type) for f in existing}
+    reasons = {
+        name: f"column {name}: its text is not a {batch_types.get(name)} value as declared" for name in text_unfit
+    }
+    reasons |= {
+        name: f"column {name}: a {batch_types[name]} value that the silver column's {silver_types[name]} cannot "
+        "hold, and no type holds both exactly"
+        for name in cast_unfit
+    }
+    flagged = {
+        name: mask.filter(rejected).to_pylist() for masks in (text_unfit, cast_unfit) for name, mask in masks.items()
+    }
+    rejections = _rejections(original.filter(rejected), flagged, reasons)
+    return change_set.filter(pc.invert(rejected)), changes, rejections
+
+
+def _unfit_text(change_set: pa.Table) -> dict[str, pa.Array]:
+    """Per column named in `E.UNFIT` (canonical text that the batch's type could not hold): which rows."""
+    if E.UNFIT not in change_set.column_names:
+        return {}
+    lists = change_set[E.UNFIT].combine_chunks()
+    names, rows = pc.list_flatten(lists), pc.list_parent_indices(lists)
+    positions = pa.array(range(change_set.num_rows), pa.int64())
+    return {
+        name: pc.is_in(positions, value_set=rows.filter(pc.equal(names, name)).cast(pa.int64()))
+        for name in pc.unique(names).to_pylist()
+    }
+
+
+def _exact_cast(values: pa.Array, target: pa.DataType) -> tuple[pa.Array, pa.Array]:
+    """`values` cast to `target`, and which of them survive exactly (NULL does); one that does not is NULL in
+    the cast. Arrow's safe cast refuses every loss but a float's rounding and a number's truth value (2 ->
+    true), checked by casting back; the value-by-value fallback only runs for an array holding a value that
+    does not fit."""
+    try:
+        cast = pc.cast(values, target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        cast = pa.array([_cast_one(v, target) for v in values], target)
+    fits = pc.or_(pc.is_null(values), pc.is_valid(cast))
+    textual = pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
+    if (pa.types.is_floating(target) or pa.types.is_boolean(target)) and not textual:
+        back = pc.cast(cast, values.type, safe=False)
+        fits = pc.and_(fits, pc.fill_null(pc.equal(back, values), True))
+    return pc.if_else(fits, cast, pa.scalar(None, target)), fits
+
+
+def _cast_one(value: pa.Scalar, target: pa.DataType) -> object:
+    try:
+        return value.cast(target, safe=True).as_py()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+
+def _first_change(change_set: pa.Table, column: str) -> dict:
+    """The change set's first row (by ordering key) holding a value in `column` (else its first row)."""
+    holding = change_set.filter(pc.is_valid(change_set[column]))
+    rows = holding if holding.num_rows else change_set
+    return (
+        rows.select([E.SEQ, E.SEQ2, E.SOURCE_FILE, E.SOURCE_LINE])
+        .sort_by([(E.SEQ, "ascending"), (E.SEQ2, "ascending")])
+        .slice(0, 1)
+        .to_pylist()[0]
+    )
+
+
+def _schema_change(change_set: pa.Table, column: str, old: str, new: str) -> SchemaChange:
+    first = _first_change(change_set, column)
+    return SchemaChange(column, old, new, first[E.SEQ], first[E.SEQ2], first[E.SOURCE_FILE], first[E.SOURCE_LINE])
+
+
+def _rejections(rows: pa.Table, flagged: dict[str, list[bool]], reasons: dict[str, str]) -> tuple[Rejection, ...]:
+    """Each rejected change with the reasons of the columns that reject it and its values (before any cast)."""
+    data = [
+        c for c in rows.column_names if c not in (*E.STAGING_COLUMNS, E.RANK, E.UNFIT) and not c.startswith("_cdc_")
+    ]
+    values = rows.select(data).to_pylist()
+    meta = rows.select([E.SEQ, E.SEQ2, E.SOURCE_FILE, E.SOURCE_LINE, E.ACTION]).to_pylist()
+    out = []
+    for i, (row, m) in enumerate(zip(values, meta, strict=True)):
+        reason = "; ".join(dict.fromkeys(reasons[name] for name, flags in flagged.items() if flags[i]))
+        text = json.dumps(row, default=str, sort_keys=True)
+        out.append(Rejection(reason, text, m[E.SEQ], m[E.SEQ2], m[E.SOURCE_FILE], m[E.SOURCE_LINE], m[E.ACTION]))
+    return tuple(out)
+
+
+# a message may hold several rows (Canal), the change set does not carry their index: the row tells them apart
+QUARANTINE_KEY = ["db", "table", E.SEQ, E.SEQ2, "origin_file", "origin_line", "action", "row"]
+QUARANTINE_SCHEMA = pa.schema(
+    [
+        ("source", pa.string()),
+        ("db", pa.string()),
+        ("table", pa.string()),
+        ("reason", pa.string()),
+        ("row", pa.string()),
+        (E.SEQ, pa.decimal128(38, 0)),
+        (E.SEQ2, pa.decimal128(38, 0)),
+        ("origin_file", pa.string()),
+        ("origin_line", pa.int64()),
+        ("action", pa.string()),
+        ("batch_hour", pa.string()),
+        ("recorded_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+
+def quarantine_rejections(
+    engine: TableEngine, uri: str, source: str, rejected: list[dict], batch: str, at: datetime, commit_info: dict
+) -> None:
+    """Keep the changes `_fit_types` rejected, with their reasons, in the apply quarantine (a Delta table keyed by
+    the change's table, ordering key, origin and values, so a rerun adds nothing)."""
+    if not rejected:
+        return
+    rows = {
+        tuple(str(r[k]) for k in ("db", "table", "seq", "seq2", "origin_file", "origin_line", "action", "row")): {
+            "source": source,
+            "db": r["db"],
+            "table": r["table"],
+            "reason": r["reason"],
+            "row": r["row"],
+            E.SEQ: r["seq"],
+            E.SEQ2: r["seq2"],
+            "origin_file": r["origin_file"],
+            "origin_line": r["origin_line"],
+            "action": r["action"],
+            "batch_hour": batch,
+            "recorded_at": at,
+        }
+        for r in rejected
+    }
+    table = pa.Table.from_pylist(list(rows.values()), QUARANTINE_SCHEMA)
+    if not engine.exists(uri):
+        engine.create(uri, QUARANTINE_SCHEMA, {}, commit_info)
+    changes = table.append_column(E.ACTION, pa.array([E.UPSERT] * table.num_rows))
+    engine.merge(uri, changes, QUARANTINE_KEY, (), commit_info)
 
 
 def truncation_mark(engine: TableEngine, uri: str) -> tuple[Decimal, Decimal] | None:

@@ -4,6 +4,7 @@ raw/<source>/dt=YYYY-MM-DD/hour=HH/<export file>      landed copies (named by ra
 raw/<source>/dt=YYYY-MM-DD/hour=HH/_manifest.json     what landed in that hour
 bronze/<source>/changes/dt=YYYY-MM-DD/hour=HH/        canonical change log (Parquet)
 bronze/<source>/quarantine/dt=YYYY-MM-DD/hour=HH/     rejected messages with reason and origin
+bronze/<source>/apply_quarantine/                     Delta table: changes no silver column type could hold
 silver/<source>/<db>/<table>/                         one Delta table per source table
 audit/<source>/landed/<file id>.json                  ledger: one entry per export file ever landed
 audit/<source>/runs/dt=YYYY-MM-DD/hour=HH/<step>.json counts of each step's run for that hour
@@ -92,6 +93,11 @@ def bronze_changes_dir(source: str, hour: datetime) -> str:
 
 def bronze_quarantine_dir(source: str, hour: datetime) -> str:
     return f"bronze/{source}/quarantine/{hour_partition(hour)}"
+
+
+def apply_quarantine_dir(source: str) -> str:
+    """Changes the apply step left out because a value fits neither its column nor a safe widening of it."""
+    return f"bronze/{source}/apply_quarantine"
 
 
 def run_report_key(source: str, hour: datetime, step: str) -> str:

@@ -25,6 +25,7 @@ from lakeloader.config import EmailAlert, SlackAlert, SourceConfig, WebhookAlert
 log = logging.getLogger(__name__)
 
 # what an alert is about
+COLUMN_TYPES = "column_types"
 DAMAGED_EXPORT = "damaged_export"
 DDL_SKIPPED = "ddl_skipped"
 DEADLINE_MISSED = "deadline_missed"

@@ -52,6 +52,7 @@ def verify_reconciliation(source: SourceConfig, label: str, dag_id: str, run_id:
         summary.update(_hour_summary(source, accounting[0]))
         _alert_skipped_ddl(source, summary, dag_id, run_id)
         _alert_damaged_exports(source, summary, dag_id, run_id)
+        _alert_column_types(source, summary, dag_id, run_id)
     for result in report["results"]:
         if result["check"] != ACCOUNTING:
             summary.setdefault("tables", {})[f"{result['check']} {result['table']}"] = {
@@ -111,6 +112,29 @@ def _alert_damaged_exports(source: SourceConfig, summary: dict[str, Any], dag_id
     )
 
 
+def _alert_column_types(source: SourceConfig, summary: dict[str, Any], dag_id: str, run_id: str) -> None:
+    """One alert when the hour's data changed silver column types without DDL (columns widened) or held values
+    that no column type could take (changes left out into the apply quarantine, with their reasons)."""
+    widened, rejected = summary.get("schema_changes", []), summary.get("rejected_changes", 0)
+    if not widened and not rejected:
+        return
+    lake = source.lake_root.rstrip("/")
+    _alert_run(
+        source,
+        alerts.COLUMN_TYPES,
+        f"Source {source.name}: in hour {summary['hour']} the data widened {len(widened)} silver column(s) "
+        f"without DDL and {rejected} change(s) held values no column type can take (quarantined)",
+        dag_id,
+        run_id,
+        {
+            "widened": [f"{w['table']} at {w['origin']}: {w['change']}" for w in widened],
+            "quarantined": [f"{n} x {reason}" for reason, n in summary.get("rejection_reasons", {}).items()],
+            "quarantine": f"{lake}/{zones.apply_quarantine_dir(source.name)}",
+            "schema history": f"{lake}/{zones.schema_history_dir(source.name)}",
+        },
+    )
+
+
 def _alert_run(
     source: SourceConfig, kind: str, summary: str, dag_id: str, run_id: str, details: dict[str, Any]
 ) -> None:
@@ -136,6 +160,9 @@ def _hour_summary(source: SourceConfig, accounting: dict[str, Any]) -> dict[str,
         "quarantine_reasons": parse.get("quarantine_reasons", {}),
         "quarantine_location": f"{lake}/{zones.bronze_quarantine_dir(source.name, hour)}/",
         "ddl_unsupported": apply.get("ddl_unsupported", []),
+        "schema_changes": apply.get("schema_changes", []),
+        "rejected_changes": apply.get("rejected_changes", 0),
+        "rejection_reasons": apply.get("rejection_reasons", {}),
         "damaged_exports": [{"file": f.export_key, "damage": f.damage} for f in manifest if f.damage],
     }
 

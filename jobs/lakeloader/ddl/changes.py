@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lakeloader import multiset, zones
 from lakeloader.ddl import statements as S
 from lakeloader.ddl.moves import TableMove, record_move
-from lakeloader.ddl.types import arrow_type, is_widening, spark_type_of_arrow
+from lakeloader.ddl.types import arrow_type, spark_type_of_arrow
+from lakeloader.ddl.widening import is_widening
 from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
-from lakeloader.silver import KEY_PROPERTY, SilverTable, truncate
+from lakeloader.silver import KEY_PROPERTY, SilverTable, truncate, widen_columns
 from lakeloader.storage import Store
 
 SCHEMA_SEQ_PROPERTY = "lakeloader.schemaSeq"
@@ -147,14 +147,7 @@ def _perform(
             return Outcome(APPLIED if details else NO_OP, "; ".join([*details, f"{name} already {old_type}"]))
         if not is_widening(old_type, op.spark_type):
             raise UnsupportedOperation(f"type change of {name} from {old_type} to {op.spark_type} is not a widening")
-        target = arrow_type(op.spark_type)
-        new_schema = pa.schema([f.with_type(target) if f.name == name else f for f in schema])
-        engine.rewrite(
-            uri,
-            new_schema,
-            lambda t: t.set_column(t.schema.get_field_index(name), name, pc.cast(t[name], target)),
-            info,
-        )
+        widen_columns(engine, SilverTable(uri, lake.child(location.tombstones_key()), key, info), {name: op.spark_type})
         return Outcome(APPLIED, "; ".join([*details, f"widened {name} from {old_type} to {op.spark_type}"]))
     raise UnsupportedOperation(f"no handler for {type(op).__name__}")
 

@@ -1,5 +1,5 @@
-"""SQL column types of the source dialects (MySQL, Oracle, OceanBase) -> Spark SQL types, and which type
-changes are safe widenings."""
+"""SQL column types of the source dialects (MySQL, Oracle, OceanBase) -> Spark SQL types (which type changes
+are safe widenings: `lakeloader.ddl.widening`)."""
 
 from __future__ import annotations
 
@@ -64,24 +64,7 @@ def _decimal(data_type: exp.DataType) -> str:
     return f"decimal({precision},{max(0, min(scale, precision))})"
 
 
-_INTEGERS = ["int", "bigint"]
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
-
-
-def is_widening(old: str, new: str) -> bool:
-    """Whether every value of `old` is exactly representable in `new` (int -> bigint, float -> double,
-    a larger decimal, an integer into a wide enough decimal, anything into string)."""
-    if old == new or new == "string":
-        return True
-    if old in _INTEGERS and new in _INTEGERS:
-        return _INTEGERS.index(old) <= _INTEGERS.index(new)
-    if old in _INTEGERS and (match := _DECIMAL.fullmatch(new)):
-        precision, scale = int(match[1]), int(match[2])
-        return precision - scale >= (10 if old == "int" else 19)
-    if (a := _DECIMAL.fullmatch(old)) and (b := _DECIMAL.fullmatch(new)):
-        (p1, s1), (p2, s2) = (int(a[1]), int(a[2])), (int(b[1]), int(b[2]))
-        return s2 >= s1 and p2 - s2 >= p1 - s1
-    return old in ("int", "float") and new == "double"
 
 
 def arrow_type(spark_type_name: str):

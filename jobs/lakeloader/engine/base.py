@@ -39,7 +39,12 @@ ORDERING_COLUMNS = (SEQ, SEQ2)
 # Delta's table property for the size of the files a write aims at (delta-rs: bytes of Arrow data, before
 # Parquet's encoding and compression, which roughly halve it).
 FILE_SIZE_PROPERTY = "delta.targetFileSize"
-STAGING_COLUMNS = (ACTION, PARTIAL, PRESENT)
+# Delta's table property listing the columns whose per-file statistics writers collect (and readers may prune on)
+STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
+# Columns a change set may carry beside the table's: `_cdc_unfit` names the columns whose canonical text did not
+# fit the type the batch declared for them (the change is rejected, lakeloader.silver).
+UNFIT = "_cdc_unfit"
+STAGING_COLUMNS = (ACTION, PARTIAL, PRESENT, UNFIT)
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,11 @@ class TableEngine(Protocol):
     def schema(self, uri: str) -> pa.Schema: ...
 
     def add_columns(self, uri: str, fields: list[pa.Field], commit_info: dict[str, str]) -> None: ...
+
+    def widen_columns(self, uri: str, fields: list[pa.Field], commit_info: dict[str, str]) -> None:
+        """Retype the named columns to the fields' types, each a widening (`lakeloader.ddl.widening`) that holds
+        every value the column has; the table's properties and rows are kept."""
+        ...
 
     def merge(
         self,

@@ -2,6 +2,16 @@
 
 Reads always go through `DeltaTable.scan()`: `to_pyarrow_table()` returns NULL columns on tables with
 column mapping (see ENVIRONMENT.md).
+
+File statistics that lie: delta-rs 1.6 writes the min/max of a decimal column with scale 0 and precision of 19
+or more (BIGINT UNSIGNED's decimal(20,0), decimal(38,0) ordering keys) clamped to the int64 range, so a file
+holding 2^63 records max 2^63-1, and a merge's key-range pruning then skips the file that holds the key (the
+change is inserted again instead of updating or deleting it). Before a write, a table whose such column holds
+(or is about to hold) a value at int64's limits gets the column left out of the columns whose statistics are
+collected (`delta.dataSkippingStatsColumns`, a plain table property, no table feature); delta-rs then ignores
+that column's statistics in the files written before, too, so neither merges nor other readers prune on them.
+While every value is within int64 the statistics are exact and merges keep pruning on them
+(`DeltaRsEngine._trust_statistics`).
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from lakeloader.engine.base import (
     PARTIAL,
     PRESENT,
     STAGING_COLUMNS,
+    STATS_COLUMNS_PROPERTY,
     UPSERT,
     MergeResult,
 )
@@ -36,6 +47,82 @@ def quote(name: str) -> str:
 
 def literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+INT64_LIMITS = (-(2**63), 2**63 - 1)
+
+
+def untrusted_statistics(schema: pa.Schema) -> list[str]:
+    """Columns whose file statistics delta-rs 1.6 may write wrongly: decimals of scale 0 that can exceed int64
+    (their min/max are clamped to it)."""
+    return [f.name for f in schema if pa.types.is_decimal(f.type) and f.type.scale == 0 and f.type.precision >= 19]
+
+
+def at_int64_limits(data: pa.Table, columns: list[str]) -> set[str]:
+    """Of `columns`, those holding a value at or beyond int64's limits (whose statistics delta-rs clamps)."""
+    found = set()
+    for name in columns:
+        if name in data.column_names and data.num_rows:
+            bounds = pc.min_max(data[name]).as_py()
+            low, high = bounds["min"], bounds["max"]
+            if low is not None and (low <= INT64_LIMITS[0] or high >= INT64_LIMITS[1]):
+                found.add(name)
+    return found
+
+
+def _logged_at_limits(table: DeltaTable, columns: list[str]) -> set[str]:
+    """Of `columns`, those whose recorded file statistics touch int64's limits (perhaps clamped)."""
+    if not columns:
+        return set()
+    files = pa.table(table.get_add_actions(flatten=True))
+    found = set()
+    for name in columns:
+        for bound in (f"min.{name}", f"max.{name}"):
+            if bound in files.column_names and set(files[bound].drop_null().to_pylist()) & set(INT64_LIMITS):
+                found.add(name)
+    return found
+
+
+def _all_with_statistics(schema: pa.Schema) -> dict[str, str]:
+    """A new table's statistics columns: every column, listed when some may need leaving out later, so that
+    `_trust_statistics` knows the table needs no check of statistics written before."""
+    if not untrusted_statistics(schema):
+        return {}
+    return {STATS_COLUMNS_PROPERTY: ",".join(_stats_name(f.name) for f in schema)}
+
+
+def _without_statistics(table: DeltaTable) -> set[str]:
+    """The table's columns left out of `delta.dataSkippingStatsColumns` (none when it is not set)."""
+    listed = table.metadata().configuration.get(STATS_COLUMNS_PROPERTY)
+    if listed is None:
+        return set()
+    return set(table.schema().to_arrow().names) - _listed(listed)
+
+
+def _stats_name(name: str) -> str:
+    """A column name as `delta.dataSkippingStatsColumns` lists it (backticks unless plain; `a.b` is a path)."""
+    if name.replace("_", "").isalnum() and name.isascii():
+        return name
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _listed(names: str) -> set[str]:
+    """The column names a `delta.dataSkippingStatsColumns` value lists (as `_stats_name` writes them)."""
+    listed, current, quoted, i = set(), "", False, 0
+    while i < len(names):
+        char = names[i]
+        if char == "`" and quoted and names[i + 1 : i + 2] == "`":
+            current, i = current + "`", i + 2
+            continue
+        if char == "`":
+            quoted = not quoted
+        elif char == "," and not quoted:
+            listed.add(current.strip())
+            current = ""
+        else:
+            current += char
+        i += 1
+    return listed | {current.strip()} if current.strip() else listed
 
 
 def newer(order_columns: tuple[str, ...], source: str = "s", target: str = "t") -> str:
@@ -77,12 +164,13 @@ class DeltaRsEngine:
         commit_info: dict[str, str],
         file_size: int | None = None,
     ) -> None:
+        configuration = {FILE_SIZE_PROPERTY: str(file_size)} if file_size else {}
         DeltaTable.create(
             uri,
             schema=schema,
             mode="ignore",
             description=json.dumps(properties, sort_keys=True),
-            configuration={FILE_SIZE_PROPERTY: str(file_size)} if file_size else None,
+            configuration={**configuration, **_all_with_statistics(schema)} or None,
             storage_options=self.storage_options,
             commit_properties=CommitProperties(custom_metadata=commit_info),
         )
@@ -109,6 +197,46 @@ class DeltaRsEngine:
         self._table(uri).alter.add_columns(
             delta_fields, commit_properties=CommitProperties(custom_metadata=commit_info)
         )
+        self._trust_statistics(uri, commit_info)
+
+    def widen_columns(self, uri: str, fields: list[pa.Field], commit_info: dict[str, str]) -> None:
+        """delta-rs has no ALTER COLUMN TYPE (and the type widening table feature is one delta-rs 1.6 cannot
+        write): the table is rewritten with the columns cast, its description and configuration kept."""
+        types = {f.name: f.type for f in fields}
+        schema = pa.schema([f.with_type(types.get(f.name, f.type)) for f in self.schema(uri)])
+
+        def cast(batch: pa.Table) -> pa.Table:
+            for name, arrow in types.items():
+                batch = batch.set_column(batch.schema.get_field_index(name), name, pc.cast(batch[name], arrow))
+            return batch
+
+        self.rewrite(uri, schema, cast, commit_info)
+
+    def _trust_statistics(self, uri: str, commit_info: dict[str, str], incoming: pa.Table | None = None) -> DeltaTable:
+        """Keep statistics off each `untrusted_statistics` column once it holds a value at int64's limits or
+        beyond: in the data about to be written (`incoming`), or as recorded statistics (a table written before).
+        Until then its statistics are exact and merges prune on them; afterwards delta-rs ignores them, in the
+        files written before too (see the module's docstring). The property lists every other column (added
+        ones too); a table without it is one written before, whose log is checked once. Returns the table as
+        it is afterwards."""
+        table = self._table(uri)
+        schema = pa.schema(table.schema().to_arrow())
+        current = table.metadata().configuration.get(STATS_COLUMNS_PROPERTY)
+        untrusted = untrusted_statistics(schema)
+        excluded = _without_statistics(table) & set(untrusted)
+        unchecked = [n for n in untrusted if n not in excluded]
+        if incoming is not None:
+            excluded |= at_int64_limits(incoming, unchecked)
+        if current is None:  # a table written before: once, its recorded statistics are checked
+            excluded |= _logged_at_limits(table, [n for n in unchecked if n not in excluded])
+        if not untrusted and current is None:
+            return table
+        wanted = ",".join(_stats_name(f.name) for f in schema if f.name not in excluded)
+        if wanted == current:
+            return table
+        commit = CommitProperties(custom_metadata=commit_info)
+        table.alter.set_table_properties({STATS_COLUMNS_PROPERTY: wanted}, commit_properties=commit)
+        return self._table(uri)
 
     def merge(
         self,
@@ -118,7 +246,7 @@ class DeltaRsEngine:
         order_columns: tuple[str, ...],
         commit_info: dict[str, str],
     ) -> MergeResult:
-        table = self._table(uri)
+        table = self._trust_statistics(uri, commit_info, changes)
         columns = [name for name in table.schema().to_arrow().names if name in changes.column_names]
         has_partial = PARTIAL in changes.column_names and bool(pc.any(changes[PARTIAL]).as_py())
         fixed = {*key_columns, *METADATA_COLUMNS}
@@ -152,7 +280,8 @@ class DeltaRsEngine:
         )
 
     def delete_where(self, uri: str, predicate: str, commit_info: dict[str, str]) -> int:
-        metrics = self._table(uri).delete(predicate, commit_properties=CommitProperties(custom_metadata=commit_info))
+        table = self._trust_statistics(uri, commit_info)
+        metrics = table.delete(predicate, commit_properties=CommitProperties(custom_metadata=commit_info))
         return int(metrics.get("num_deleted_rows", 0))
 
     def rewrite(
@@ -168,6 +297,7 @@ class DeltaRsEngine:
             storage_options=self.storage_options,
             commit_properties=CommitProperties(custom_metadata=commit_info),
         )
+        self._trust_statistics(uri, commit_info)
 
     def clustered(self, uri: str, column: str, file_size: int) -> bool:
         """Whether the table targets `file_size` and its files hold disjoint ranges of `column` (from the
@@ -189,15 +319,16 @@ class DeltaRsEngine:
     def recluster(self, uri: str, columns: list[str], file_size: int, commit_info: dict[str, str]) -> int:
         """Lay the table out in files of about `file_size` bytes, and make that the size merges write; returns
         the files written. A one-column key is rewritten in key order (delta-rs' Z-order of one column). A
-        composite key only has its small files merged, in the order they were written: Z-order over several
-        columns interleaves them, so each file spans a wide range of every key column and a merge of recent
-        keys rewrites several times the bytes (docs/performance.md)."""
+        composite key, or a key column without statistics (`_trust_statistics`: merges cannot prune on it),
+        only has its small files merged, in the order they were written: Z-order over several columns
+        interleaves them, so each file spans a wide range of every key column and a merge of recent keys
+        rewrites several times the bytes (docs/performance.md)."""
         commit = CommitProperties(custom_metadata=commit_info)
         table = self._table(uri)
         if not _aims_at(table, file_size):
             table.alter.set_table_properties({FILE_SIZE_PROPERTY: str(file_size)}, commit_properties=commit)
         optimize = self._table(uri).optimize
-        if len(columns) == 1:
+        if len(columns) == 1 and columns[0] not in _without_statistics(self._table(uri)):
             metrics = optimize.z_order(columns, target_size=file_size, commit_properties=commit)
         else:
             metrics = optimize.compact(target_size=file_size, commit_properties=commit)
