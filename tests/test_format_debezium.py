@@ -325,3 +325,24 @@ def test_odd_schemas_never_fail_the_run(parse_messages):
     ]
     assert {c["type"] for c in rows[0]["columns"]} == {"string"}  # no row schema: as without the envelope
     assert {c["name"]: c["type"] for c in rows[2]["columns"]}["price"] == "string"
+
+
+def test_plain_event_without_schema_envelope_loads_like_the_enveloped_one(parse_messages):
+    """JsonConverter with schemas.enable=false writes the event itself: {before, after, source, op, ts_ms}."""
+    row = {"id": 7, "price": "12.50", "name": "ü", "sold_at": 1795237800123, "day": 20778, "at": 0, "photo": None}
+    enveloped = [debezium("c", None, row), debezium("u", row, row | {"name": "b"}), debezium("d", row, None)]
+    plain = [json.dumps(json.loads(line)["payload"]) for line in enveloped]
+
+    plain_rows = parse_messages(source(primary_keys={"shop.orders": ("id",)}), plain)
+    enveloped_rows = parse_messages(source(primary_keys={"shop.orders": ("id",)}), enveloped, "e.json")
+
+    def change(r: dict) -> tuple:
+        return r["reject_reason"], r["op"], r["db"], r["table"], r["primary_key"], r["seq"], r["seq2"]
+
+    assert [change(r) for r in plain_rows] == [change(r) for r in enveloped_rows]
+    assert change(plain_rows[0]) == (None, "INSERT", "shop", "orders", ["id"], Decimal(1795237800000), 0)
+    assert (plain_rows[1]["before"], plain_rows[1]["after"]) == (
+        {k: None if v is None else str(v) for k, v in row.items()},
+        {k: None if v is None else str(v) for k, v in (row | {"name": "b"}).items()},
+    )
+    assert {c["type"] for c in plain_rows[0]["columns"]} == {"string"}  # nothing declares a type

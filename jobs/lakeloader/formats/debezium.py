@@ -1,5 +1,6 @@
 """Debezium JSON (seed 002's Debezium serializer, and Debezium itself): the change event with or without the
-Kafka Connect schema envelope; DebeziumFlatten (`debezium_flatten`) is the same event without `payload`.
+Kafka Connect schema envelope (`{"schema", "payload": event}`, or the event alone as JsonConverter writes it with
+schemas.enable=false); DebeziumFlatten (`debezium_flatten`) is the same event without `payload`.
 
     {"schema": {"fields": [{"field": "before"|"after", "fields": [{"field", "type", "name", "parameters"}]},
                            ...]},
@@ -96,6 +97,7 @@ SCHEMA = T.StructType(
     ]
 )
 ENVELOPE = T.StructType([T.StructField("schema", SCHEMA), T.StructField("payload", PAYLOAD)])
+PLAIN_OR_ENVELOPE = T.StructType([*ENVELOPE.fields, *PAYLOAD.fields])
 
 PLAIN_TYPES = {
     "int8": "tinyint",
@@ -252,9 +254,12 @@ CONVERTERS: dict[str, Converter] = {
 
 
 def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
-    """Debezium JSON: `payload`, with or without `schema`."""
-    frame = parse_json(lines, ENVELOPE)
-    return parse_event(frame, lines.columns, source, F.col("j.payload"), F.col("j.schema"), "payload.")
+    """Debezium JSON: the event in `payload` with or without `schema` (JsonConverter schemas.enable=true), or the
+    event itself (schemas.enable=false: {before, after, source, op, ts_ms} at the top)."""
+    frame = parse_json(lines, PLAIN_OR_ENVELOPE)
+    plain = F.struct(*[F.col(f"j.{name}").alias(name) for name in PAYLOAD.names])
+    payload = F.when(F.col("j.payload").isNotNull(), F.col("j.payload")).otherwise(plain)
+    return parse_event(frame, lines.columns, source, payload, F.col("j.schema"), "payload.")
 
 
 def parse_event(
