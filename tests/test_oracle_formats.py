@@ -99,10 +99,11 @@ def test_a_random_stream_in_each_format_loads_to_the_model(spark, tmp_path, fmt)
 
 
 # Every column kind in every format, compared as exact Python values and Arrow types. What a format carries
-# decides the loaded type: DataWorks JSON has six types (decimals are DOUBLE, every date-time a DATE of epoch
-# milliseconds, i.e. a UTC timestamp); OMS names INT a Long (bigint); DTS Avro widens integers because
-# signedness is not sent; DebeziumFlatten declares nothing, so every column is the text it was sent as;
-# DataHub TUPLE, OMS Default, SharePlex and DebeziumSmt are typed by `column_types` (wire.SPARK_TYPES).
+# decides the loaded type: DataWorks JSON has six types (decimals are DOUBLE, which keeps the exact text it was
+# sent with; every date-time a DATE of epoch milliseconds, i.e. a UTC timestamp); OMS names INT a Long (bigint);
+# DTS Avro widens integers because signedness is not sent; DebeziumFlatten declares nothing, so every column is
+# the text it was sent as; DataHub TUPLE, OMS Default, SharePlex and DebeziumSmt are typed by `column_types`
+# (wire.SPARK_TYPES).
 INSTANT = "timestamp[us, tz=UTC]"
 LOADED = {
     "id": "int64",
@@ -118,7 +119,8 @@ LOADED = {
 }
 OMS_LOADED = LOADED | {"small": "int64"}
 LOADED_TYPES = dict.fromkeys(wire.WRITERS, LOADED) | {
-    "dataworks_json": LOADED | {"small": "int64", "price": "double", "wide": "double", "day": INSTANT, "wall": INSTANT},
+    "dataworks_json": LOADED
+    | {"small": "int64", "price": "string", "ratio": "string", "day": INSTANT, "wall": INSTANT},
     "dataworks_v2": OMS_LOADED,
     "oms_default_extend_column_type": OMS_LOADED,
     "dts_avro": LOADED | {"id": "decimal128(20, 0)", "small": "int64"},
@@ -208,6 +210,8 @@ def _as_loaded(value: object, arrow_type: str) -> object:
         return float(value)
     if arrow_type == "string" and isinstance(value, Decimal):
         return wire.plain_number(value)  # exact text
+    if arrow_type == "string" and isinstance(value, float):
+        return repr(value)  # a DataWorks DOUBLE: the text the source sent
     if arrow_type == INSTANT:
         return _instant(value)
     return value

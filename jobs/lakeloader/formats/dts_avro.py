@@ -67,6 +67,7 @@ from lakeloader.formats.common import (
     timestamp_text,
     typed_column,
     with_canonical_images,
+    with_configured_types,
 )
 from lakeloader.formats.dts_avro_decode import BINARY_CHARSET, DECODED, decode
 
@@ -137,8 +138,10 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
             "raw_after": _raw_image(names, F.col("after_values")),
         }
     )
-    frame = _with_batch_types(frame)
-    frame = with_canonical_images(frame, mysql_types.converters(BINARY_ENCODING))
+    frame = with_configured_types(_with_batch_types(frame), source.column_types)
+    frame = with_canonical_images(
+        frame, mysql_types.converters(BINARY_ENCODING) | mysql_types.configured(BINARY_ENCODING)
+    )
     undecodable = _undecodable(names, F.col("before_values"), F.col("after_values"))
     return finish(
         frame,

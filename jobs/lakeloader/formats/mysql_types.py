@@ -28,6 +28,7 @@ from lakeloader.formats.common import (
     checked_cast,
     checked_date,
     checked_decimal,
+    configured_converters,
     let,
 )
 
@@ -115,6 +116,12 @@ def _resolve_parsed(d: Column, binary_encoding: str) -> Column:
 def _latin1_binary(v: Column, _type: Column = None) -> Column:
     """Bytes written as one ISO-8859-1 character each (open-source Canal) -> canonical Base64."""
     return F.when(v.rlike(r"^[\x{0}-\x{FF}]*$"), base64_text(F.encode(v, "ISO-8859-1")))
+
+
+def configured(binary_encoding: str) -> dict[str, Converter]:
+    """The converters of columns typed by configuration (`column_types`): values as OMS writes them, binary in
+    the source's encoding."""
+    return configured_converters(ob_types.SPARK_TYPED_CONVERTERS | {"binary": converters(binary_encoding)["binary"]})
 
 
 def converters(binary_encoding: str) -> dict[str, Converter]:

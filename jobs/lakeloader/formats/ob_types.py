@@ -54,6 +54,7 @@ from lakeloader.formats.common import (
     checked_decimal,
     epoch_micros,
     let,
+    number_text,
     spark_type_converters,
     timestamp_text,
 )
@@ -100,10 +101,6 @@ def _from_epoch_or_text(v: Column, text_type: str) -> Column:
     return timestamp_text(F.when(is_number, F.timestamp_micros(micros)).otherwise(v.try_cast(text_type)))
 
 
-def _number_text(v: Column, _type: Column = None) -> Column:
-    return F.when(v.rlike(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"), v)
-
-
 def _time_text(v: Column, _type: Column = None) -> Column:
     return F.when(v.rlike(r"^-?[0-9]{1,3}:[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?$"), v)
 
@@ -111,7 +108,7 @@ def _time_text(v: Column, _type: Column = None) -> Column:
 CONVERTERS: dict[str, Converter] = {
     "bigint": checked_cast("bigint"),
     "decimal": checked_decimal,
-    "number": _number_text,
+    "number": number_text,
     "float": checked_cast("float"),
     "double": checked_cast("double"),
     "boolean": checked_boolean,

@@ -247,7 +247,9 @@ def _exact_number(value: object) -> str:
 DATAWORKS = Dialect(  # six types (seed 000): decimals are DOUBLE, every date-time a DATE of epoch milliseconds
     types={BIGINT: "LONG", INT: "LONG", DECIMAL: "DOUBLE", WIDE_DECIMAL: "DOUBLE", DOUBLE: "DOUBLE"}
     | {DATE: "DATE", DATETIME: "DATE", TIMESTAMP: "DATE", BYTES: "BYTES", TEXT: "STRING"},
-    values={DECIMAL: float, WIDE_DECIMAL: float, DATE: midnight_millis, DATETIME: epoch_millis}
+    # a DOUBLE's value is the source value's exact text, as real producers send it ("1.100000")
+    values={DECIMAL: plain_number, WIDE_DECIMAL: plain_number, DOUBLE: repr, DATE: midnight_millis}
+    | {DATETIME: epoch_millis}
     | {TIMESTAMP: epoch_millis, BYTES: base64_text},
 )
 OMS = Dialect(  # OMS type names and its MySQL-tenant value formats (seed 002), for every OMS format but Debezium
