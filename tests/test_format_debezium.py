@@ -7,14 +7,13 @@ import base64
 import json
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
 
 from format_support import FIXTURES, lines_of, run, silver_rows, source_for, write_export
 
 from lakeloader.config import SourceConfig
 
 DEBEZIUM = FIXTURES / "debezium_json"
-PAIMON = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "peers" / "paimon" / "debezium" / "table"
+PAIMON = FIXTURES / "peers" / "paimon" / "debezium" / "table"
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 OMS_HEX_255 = "69" + "00" * 254  # c19 in the examples: BINARY(255) holding "i"
 
@@ -346,3 +345,36 @@ def test_plain_event_without_schema_envelope_loads_like_the_enveloped_one(parse_
         {k: None if v is None else str(v) for k, v in (row | {"name": "b"}).items()},
     )
     assert {c["type"] for c in plain_rows[0]["columns"]} == {"string"}  # nothing declares a type
+
+
+DECIMAL_NAME = "org.apache.kafka.connect.data.Decimal"
+
+
+def test_decimal_without_precision_keeps_every_digit(parse_messages):
+    """A Decimal whose schema gives only a scale: a whole number is decimal(38,0) (BIGINT UNSIGNED, precise mode),
+    a fraction may have any number of integer digits (up to DECIMAL(65,30)) and keeps its exact text."""
+    widest = Decimal("-" + "9" * 35 + "." + "9" * 30)
+    unscaled = -int("9" * 65)  # widest without its point
+    fields = [
+        {"field": "id", "type": "int64"},
+        {
+            "field": "big",
+            "type": "bytes",
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "parameters": {"scale": "0"},
+        },
+        {"field": "d", "type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "parameters": {"scale": "30"}},
+    ]
+    after = {
+        "id": 1,
+        "big": base64.b64encode((2**64 - 1).to_bytes(9, "big", signed=True)).decode(),
+        "d": base64.b64encode(unscaled.to_bytes(28, "big", signed=True)).decode(),
+    }
+    schema = {"type": "struct", "fields": [{"field": "after", "type": "struct", "fields": fields}]}
+    payload = {"op": "c", "after": after, "source": {"db": "shop", "table": "t", "ts_ms": 1}, "ts_ms": 1}
+
+    (row,) = parse_messages(source(), [json.dumps({"schema": schema, "payload": payload})])
+
+    assert row["reject_reason"] is None
+    assert {c["name"]: c["type"] for c in row["columns"]} == {"id": "bigint", "big": "decimal(38,0)", "d": "string"}
+    assert (row["after"]["big"], row["after"]["d"]) == ("18446744073709551615", str(widest))

@@ -370,8 +370,12 @@ def _resolve_nothing(_wire_type: Column) -> Column:
 def _resolve(field: Column) -> Column:
     """struct(conv, type) of one envelope field (struct field, type, name, parameters)."""
     logical, plain, parameters = field["name"], field["type"], field["parameters"]
-    precision = F.coalesce(parameters["connect.decimal.precision"].try_cast("int"), F.lit(38))
     scale = F.coalesce(parameters["scale"].try_cast("int"), F.lit(0))
+    # without a precision (BIGINT UNSIGNED in precise mode, or a connector that does not say): a whole number is
+    # decimal(38,0), a fraction the exact text (read as a decimal of up to 99 digits, then relabelled string:
+    # a decimal(38,s) could not hold its integer digits)
+    unsaid = F.when(scale == 0, F.lit(38)).otherwise(F.lit(99))
+    precision = F.coalesce(parameters["connect.decimal.precision"].try_cast("int"), unsaid)
     # beyond 38 digits too: the converter checks the value against it, then `_beyond_spark_as_string` relabels it
     decimal_type = F.when(
         (precision >= 1) & scale.between(0, precision), F.format_string("decimal(%d,%d)", precision, scale)
