@@ -62,7 +62,11 @@ def user_columns(rows: list[dict]) -> list[dict]:
 def source(tmp_path) -> SourceConfig:
     (tmp_path / "exports").mkdir()
     return SourceConfig(
-        name="shop", format="dataworks_json", export_uri=str(tmp_path / "exports"), lake_root=str(tmp_path / "lake")
+        name="shop",
+        format="dataworks_json",
+        export_uri=str(tmp_path / "exports"),
+        lake_root=str(tmp_path / "lake"),
+        column_types={"shop.orders": {"amount": "double"}},  # DataWorks DOUBLE is exact text unless configured
     )
 
 

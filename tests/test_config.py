@@ -10,7 +10,6 @@ import pytest
 
 from lakeloader.config import (
     CONFIG_ENV_VAR,
-    FORMATS_WITHOUT_TYPES,
     SUPPORTED_FORMATS,
     ConfigError,
     SourceConfig,
@@ -368,7 +367,7 @@ def test_datahub_tuple_needs_a_db_and_other_formats_reject_one(tmp_path: Path) -
     ]
 
 
-def test_column_types_must_be_spark_types_of_formats_without_types(tmp_path: Path) -> None:
+def test_column_types_must_be_spark_types_and_are_accepted_for_every_format(tmp_path: Path) -> None:
     message = config_error(
         write(
             tmp_path,
@@ -390,10 +389,7 @@ def test_column_types_must_be_spark_types_of_formats_without_types(tmp_path: Pat
     )
 
     assert "sources[0] (hub).column_types: table 'orders' must be written as 'db.table'" in message
-    assert (
-        f"sources[1] (shop): 'column_types' is only used by format(s) {', '.join(FORMATS_WITHOUT_TYPES)} (the"
-        " messages of dataworks_json declare their column types); remove it" in message
-    )
+    assert "sources[1]" not in message  # every format accepts column_types: a configured type wins
     only_types = config_error(
         write(
             tmp_path,

@@ -118,6 +118,7 @@ def _write_config(path: Path) -> None:
         "    lake_root: lake\n"
         "    start_date: '2026-11-21T00:00:00+00:00'\n"
         "    retries: 0\n"  # a failing step fails the run at once instead of waiting for retries
+        "    column_types: {shop.orders: {val: double}}\n"  # DataWorks DOUBLE is exact text unless configured
     )
 
 

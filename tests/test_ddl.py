@@ -54,7 +54,7 @@ V1 = spec(("name", "STRING"), ("qty", "LONG"))
             'ALTER TABLE "SHOP"."ITEMS" ADD ("PRICE" NUMBER(10,2), "N" NUMBER(5))',
             S.Statement(
                 S.TableName("SHOP", "ITEMS"),
-                (S.AddColumns((S.Column("PRICE", "decimal(10,2)"), S.Column("N", "bigint"))),),
+                (S.AddColumns((S.Column("PRICE", "decimal(10,2)"), S.Column("N", "decimal(5,0)"))),),
             ),
         ),
         (

@@ -8,14 +8,13 @@ import base64
 import json
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
 
-from format_support import FIXTURES, lines_of, run, silver_rows, silver_schema, source_for, write_export
+from format_support import FIXTURES, lines_of, run, silver_rows, source_for, write_export
 
 from lakeloader.config import SourceConfig
 
 CANAL = FIXTURES / "canal_json"
-PAIMON = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "peers" / "paimon" / "canal" / "table"
+PAIMON = FIXTURES / "peers" / "paimon" / "canal" / "table"
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 
 
@@ -49,9 +48,9 @@ def test_oms_examples_quarantine_the_values_that_do_not_fit_their_declared_types
     rows = parse_messages(source(canal_binary_encoding="base64"), lines_of(CANAL / "oms_examples.jsonl"))
 
     assert [(r["outcome"], r["op"], r["reject_reason"]) for r in rows] == [
-        ("quarantined", "INSERT", "value does not match its declared type in column(s): col12, col13"),
-        ("quarantined", "UPDATE", "value does not match its declared type in column(s): col12, col13"),
-        ("quarantined", "DELETE", "value does not match its declared type in column(s): col12, col13"),
+        ("quarantined", "INSERT", "value does not match its declared type in column(s): col13"),
+        ("quarantined", "UPDATE", "value does not match its declared type in column(s): col13"),
+        ("quarantined", "DELETE", "value does not match its declared type in column(s): col13"),
         ("ddl", "ALTER", None),
     ]
     ddl = rows[3]
@@ -109,7 +108,7 @@ def test_oms_examples_with_fitting_values_give_exact_canonical_text_for_every_ty
         "col9": "binary",
         "col10": "tinyint",
         "col11": "date",
-        "col12": "decimal(38,18)",
+        "col12": "string",  # any DECIMAL(65,30) value: exact text
         "col13": "bigint",
         "col14": "timestamp",
     }
@@ -202,9 +201,9 @@ def test_paimon_all_types_message_keeps_every_value_exact(parse_messages):
     expected = {
         "_id": ("int", "1"),
         "pt": ("decimal(2,1)", "1.1"),
-        "_tinyint1": ("tinyint", "1"),
-        "_boolean": ("tinyint", "1"),
-        "_bool": ("tinyint", "0"),
+        "_tinyint1": ("boolean", "true"),  # TINYINT(1) is MySQL's BOOL
+        "_boolean": ("boolean", "true"),
+        "_bool": ("boolean", "false"),
         "_tinyint": ("tinyint", "1"),
         "_tinyint_unsigned": ("smallint", "2"),
         "_tinyint_unsigned_zerofill": ("smallint", "3"),
@@ -382,32 +381,36 @@ def test_scenario_lands_in_silver_exactly(spark, tmp_path):
     assert parse5["lines"] == 5  # the first message holds two rows
 
 
-def test_paimon_schema_evolution_messages_apply_their_ddl_in_sequence(spark, tmp_path):
-    """The five files of real Canal messages, one hour each: ADD COLUMN, MODIFY COLUMN (int -> bigint,
-    varbinary(10) -> varbinary(20), float -> double) interleaved with inserts, updates and a delete."""
-    config = source_for("canal_json", tmp_path)
-    hours = [H5 + timedelta(hours=n) for n in range(5)]
-    for n, hour in enumerate(hours, start=1):
-        write_export(config, f"canal-data-{n}.txt", lines_of(PAIMON / "schemaevolution" / f"canal-data-{n}.txt"), hour)
-
-    run(spark, config, hours)
-
-    one = silver_rows(config, "paimon_sync_table", "schema_evolution_1")
-    assert silver_schema(config, "paimon_sync_table", "schema_evolution_1") == {
-        "pt": "int32", "_id": "int32", "v1": "string", "v2": "int64", "v3": "decimal128(8, 3)", "v4": "binary",
-        "v5": "double",
-    }  # fmt: skip
-    assert one == [
-        {"pt": 1, "_id": 1, "v1": "one", "v2": None, "v3": None, "v4": None, "v5": None},
-        {"pt": 1, "_id": 9, "v1": "nine", "v2": 90000000000, "v3": Decimal("99999.999"), "v4": b"nine.bin.long",
-         "v5": 9.00000000009},
-        {"pt": 2, "_id": 3, "v1": "three", "v2": 30000000000, "v3": None, "v4": None, "v5": None},
-        {"pt": 2, "_id": 7, "v1": "seven", "v2": 70000000000, "v3": None, "v4": None, "v5": None},
-    ]  # fmt: skip
-    two = silver_rows(config, "paimon_sync_table", "schema_evolution_2")
-    assert [(r["_id"], r["v1"], r["v2"], r["v4"]) for r in two] == [
-        (2, "second", None, None),
-        (6, "six", 60, None),
-        (4, "four", None, b"four.bin.long"),
-        (8, "very long string", 80000000000, None),
+def test_mysql_type_list_loads_exactly_as_declared(parse_messages):
+    """TINYINT(1) is a boolean (as the data arrives: 1/0), DECIMAL(65,30) and a bare DECIMAL (as DTS declares every
+    decimal) keep every digit MySQL allows, FLOAT is float, DECIMAL(p,0) is decimal(p,0); a TINYINT(1) holding
+    another number than 0/1 is quarantined (configure `column_types` tinyint for such a column)."""
+    widest = "-" + "9" * 35 + "." + "9" * 30  # DECIMAL(65,30)'s minimum
+    declared = {"id": "int", "flag": "tinyint(1)", "exact": "decimal(65,30)", "bare": "decimal"}
+    declared |= {"f": "float", "whole": "decimal(18,0)", "ubig": "bigint(20) unsigned"}
+    row = {"id": "1", "flag": "1", "exact": widest, "bare": widest, "f": "1.5", "whole": "-999999999999999999"}
+    row |= {"ubig": "18446744073709551615"}
+    lines = [
+        canal("INSERT", [row], mysqlType=declared),
+        canal("INSERT", [row | {"id": "2", "flag": "0", "bare": "1e-30"}], mysqlType=declared),
+        canal("INSERT", [row | {"id": "3", "flag": "2"}], mysqlType=declared),
     ]
+    overridden = source(column_types={"shop.orders": {"flag": "tinyint", "bare": "decimal(38,2)"}})
+
+    first, second, bad = parse_messages(source(), lines)
+    (configured,) = parse_messages(overridden, lines[2:], "c.json")
+
+    assert {c["name"]: c["type"] for c in first["columns"]} == {
+        "id": "int",
+        "flag": "boolean",
+        "exact": "string",
+        "bare": "string",
+        "f": "float",
+        "whole": "decimal(18,0)",
+        "ubig": "decimal(20,0)",
+    }
+    assert first["after"] == row | {"flag": "true"}
+    assert (second["after"]["flag"], second["after"]["bare"]) == ("false", "1e-30")
+    assert bad["reject_reason"] == "value does not match its declared type in column(s): flag"
+    assert configured["reject_reason"] == "value does not match its declared type in column(s): bare"  # > 38 digits
+    assert {c["name"]: c["type"] for c in configured["columns"]}["flag"] == "tinyint"

@@ -82,7 +82,7 @@ def test_ordering_keys_must_be_whole_numbers(spark):
 
 
 OMS_TYPES = [
-    ("TINYINT", False, "bigint", "bigint"),
+    ("TINYINT", False, "smallint", "smallint"),  # OMS names no signedness
     ("int(11) unsigned", False, "bigint", "bigint"),
     ("INT64", False, "bigint", "bigint"),
     ("BIGINT", False, "decimal(20,0)", "decimal"),
@@ -108,7 +108,7 @@ OMS_TYPES = [
     ("TIMESTAMP(6) WITH LOCAL TIME ZONE", True, "timestamp", "timestamp"),
     ("ZONED_DATETIME", False, "timestamp", "timestamp"),
     ("INTERVAL_DAY_TO_SECOND", False, "string", None),
-    ("GEOMETRY", False, "string", None),
+    ("GEOMETRY", False, "binary", "binary"),
 ]
 
 

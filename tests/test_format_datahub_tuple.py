@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -197,3 +198,28 @@ def test_csv_and_json_exports_load_end_to_end(spark, tmp_path):
         "excluded": 0,
         "quarantined": 0,
     }
+
+
+def test_date_column_accepts_timestamp_micros_at_midnight_and_rejects_other_times(parse_messages):
+    """DataHub has no DATE type: a `date` column arrives as a TIMESTAMP (epoch microseconds)."""
+    meta = {"_operation_type_": "I", "_source_table_": "orders", "_before_image_": "N", "_after_image_": "Y"}
+    values = [
+        "-86400000000",  # 1969-12-31 at midnight: before 1970
+        str(int(datetime(2024, 2, 29, tzinfo=UTC).timestamp()) * 1_000_000),
+        "2023-03-23",  # text is a date too
+        str(int(datetime(2024, 2, 29, 0, 0, 1, tzinfo=UTC).timestamp()) * 1_000_000),  # not midnight
+    ]
+    lines = [
+        json.dumps(meta | {"_sequence_id_": str(n), "id": str(n), "born": value}) for n, value in enumerate(values)
+    ]
+    source = tuple_source(column_types={"shop.orders": {"id": "bigint", "born": "date"}})
+
+    rows = parse_messages(source, lines)
+
+    assert [(r["after"]["born"], r["reject_reason"]) for r in rows] == [
+        ("1969-12-31", None),
+        ("2024-02-29", None),
+        ("2023-03-23", None),
+        (None, "date column(s) holding a TIMESTAMP (epoch microseconds) that is not midnight UTC: born"),
+    ]
+    assert {c["name"]: c["type"] for c in rows[0]["columns"]}["born"] == "date"

@@ -121,3 +121,34 @@ def test_oracle_rowid_table_loads_end_to_end(spark, tmp_path):
     ]
     apply = next(r for r in reports if r["step"] == "apply")
     assert apply["tables"]["myDatabase.tableName"]["rows"] == 1
+
+
+def test_double_columns_keep_the_exact_digits_sent_unless_configured(spark, tmp_path):
+    """DataWorks maps DECIMAL and BIGINT UNSIGNED to DOUBLE but sends the exact text: a DOUBLE column keeps it;
+    `column_types` gives the column a numeric type instead (a decimal must hold the value exactly)."""
+    message = json.loads(ORACLE_LINES[0])
+    message["schema"]["dataColumn"] += [{"name": "big", "type": "DOUBLE"}, {"name": "amount", "type": "DOUBLE"}]
+    message["payload"]["after"]["dataColumn"] |= {"big": "BIG", "amount": "643039551737872.6580126300"}
+    line = json.dumps(message).replace('"BIG"', "9223372036854775808")  # a JSON number beyond int64
+    wide = json.loads(line)
+    wide["payload"]["after"]["dataColumn"]["amount"] = "12345678901234567890123456789.5"
+
+    default, configured = (
+        parse_lines(spark, source_for("dataworks_json", **settings), tmp_path, [line, json.dumps(wide)], name)
+        for name, settings in (
+            ("a.json", {}),
+            (
+                "b.json",
+                {"column_types": {"myDatabase.tableName": {"big": "decimal(20,0)", "amount": "decimal(38,10)"}}},
+            ),
+        )
+    )
+
+    assert [(r["after"]["big"], r["after"]["amount"], r["reject_reason"]) for r in default] == [
+        ("9223372036854775808", "643039551737872.6580126300", None),
+        ("9223372036854775808", "12345678901234567890123456789.5", None),
+    ]
+    types = [{c["name"]: c["type"] for c in rows[0]["columns"]} for rows in (default, configured)]
+    assert [(t["big"], t["amount"]) for t in types] == [("string", "string"), ("decimal(20,0)", "decimal(38,10)")]
+    assert (configured[0]["after"]["amount"], configured[0]["reject_reason"]) == ("643039551737872.6580126300", None)
+    assert configured[1]["reject_reason"] == "value does not match its declared type in column(s): amount"

@@ -7,14 +7,13 @@ import base64
 import json
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
 
 from format_support import FIXTURES, lines_of, run, silver_rows, source_for, write_export
 
 from lakeloader.config import SourceConfig
 
 DEBEZIUM = FIXTURES / "debezium_json"
-PAIMON = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "peers" / "paimon" / "debezium" / "table"
+PAIMON = FIXTURES / "peers" / "paimon" / "debezium" / "table"
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 OMS_HEX_255 = "69" + "00" * 254  # c19 in the examples: BINARY(255) holding "i"
 
@@ -325,3 +324,57 @@ def test_odd_schemas_never_fail_the_run(parse_messages):
     ]
     assert {c["type"] for c in rows[0]["columns"]} == {"string"}  # no row schema: as without the envelope
     assert {c["name"]: c["type"] for c in rows[2]["columns"]}["price"] == "string"
+
+
+def test_plain_event_without_schema_envelope_loads_like_the_enveloped_one(parse_messages):
+    """JsonConverter with schemas.enable=false writes the event itself: {before, after, source, op, ts_ms}."""
+    row = {"id": 7, "price": "12.50", "name": "ü", "sold_at": 1795237800123, "day": 20778, "at": 0, "photo": None}
+    enveloped = [debezium("c", None, row), debezium("u", row, row | {"name": "b"}), debezium("d", row, None)]
+    plain = [json.dumps(json.loads(line)["payload"]) for line in enveloped]
+
+    plain_rows = parse_messages(source(primary_keys={"shop.orders": ("id",)}), plain)
+    enveloped_rows = parse_messages(source(primary_keys={"shop.orders": ("id",)}), enveloped, "e.json")
+
+    def change(r: dict) -> tuple:
+        return r["reject_reason"], r["op"], r["db"], r["table"], r["primary_key"], r["seq"], r["seq2"]
+
+    assert [change(r) for r in plain_rows] == [change(r) for r in enveloped_rows]
+    assert change(plain_rows[0]) == (None, "INSERT", "shop", "orders", ["id"], Decimal(1795237800000), 0)
+    assert (plain_rows[1]["before"], plain_rows[1]["after"]) == (
+        {k: None if v is None else str(v) for k, v in row.items()},
+        {k: None if v is None else str(v) for k, v in (row | {"name": "b"}).items()},
+    )
+    assert {c["type"] for c in plain_rows[0]["columns"]} == {"string"}  # nothing declares a type
+
+
+DECIMAL_NAME = "org.apache.kafka.connect.data.Decimal"
+
+
+def test_decimal_without_precision_keeps_every_digit(parse_messages):
+    """A Decimal whose schema gives only a scale: a whole number is decimal(38,0) (BIGINT UNSIGNED, precise mode),
+    a fraction may have any number of integer digits (up to DECIMAL(65,30)) and keeps its exact text."""
+    widest = Decimal("-" + "9" * 35 + "." + "9" * 30)
+    unscaled = -int("9" * 65)  # widest without its point
+    fields = [
+        {"field": "id", "type": "int64"},
+        {
+            "field": "big",
+            "type": "bytes",
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "parameters": {"scale": "0"},
+        },
+        {"field": "d", "type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "parameters": {"scale": "30"}},
+    ]
+    after = {
+        "id": 1,
+        "big": base64.b64encode((2**64 - 1).to_bytes(9, "big", signed=True)).decode(),
+        "d": base64.b64encode(unscaled.to_bytes(28, "big", signed=True)).decode(),
+    }
+    schema = {"type": "struct", "fields": [{"field": "after", "type": "struct", "fields": fields}]}
+    payload = {"op": "c", "after": after, "source": {"db": "shop", "table": "t", "ts_ms": 1}, "ts_ms": 1}
+
+    (row,) = parse_messages(source(), [json.dumps({"schema": schema, "payload": payload})])
+
+    assert row["reject_reason"] is None
+    assert {c["name"]: c["type"] for c in row["columns"]} == {"id": "bigint", "big": "decimal(38,0)", "d": "string"}
+    assert (row["after"]["big"], row["after"]["d"]) == ("18446744073709551615", str(widest))

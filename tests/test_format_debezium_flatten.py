@@ -91,3 +91,29 @@ def test_inserts_update_and_delete_land_in_silver_exactly(spark, tmp_path):
     # no types in the messages: every column is a string, and without a configured key all columns key a row,
     # which the full before-images of updates and deletes match exactly
     assert silver_rows(config, "shop", "orders") == [{"id": "1", "name": "ann", "price": "12.25"}]
+
+
+def test_configured_types_win_over_the_plain_types_oms_declares_nothing_for(parse_messages):
+    """DebeziumFlatten carries no logical type names: DATETIME arrives as epoch ms, DATE as days, bytes as Base16,
+    BIGINT UNSIGNED as text. `column_types` types them."""
+    event = {
+        "op": "c",
+        "before": None,
+        "after": {"id": 1, "at": 62562653000, "day": -3653, "photo": "00FF", "big": "18446744073709551615"},
+        "source": {"name": "OMS", "db": "shop", "table": "t", "ts_ms": 1700000000000},
+        "ts_ms": 1700000000000,
+    }
+    types = {"id": "int", "at": "timestamp_ntz", "day": "date", "photo": "binary", "big": "decimal(20,0)"}
+    config = source_for("debezium_flatten", column_types={"shop.t": types})
+
+    (row,) = parse_messages(config, [json.dumps(event)])
+
+    assert row["reject_reason"] is None
+    assert {c["name"]: c["type"] for c in row["columns"]} == types
+    assert row["after"] == {
+        "id": "1",
+        "at": "1971-12-26 02:30:53.000000",
+        "day": "1960-01-01",
+        "photo": "AP8=",
+        "big": "18446744073709551615",
+    }

@@ -116,3 +116,19 @@ def test_format_auto_recognises_messages_with_deleted_flags(parse_messages):
     assert [(r["op"], r["after"], r["before"]) for r in detected[1:]] == [
         (r["op"], r["after"], r["before"]) for r in own[1:]
     ]
+
+
+def test_configured_datetime_is_epoch_milliseconds_whatever_its_size(parse_messages):
+    """OMS writes a DATETIME as epoch milliseconds (seed 002): 1971-12-26T02:30:53 is a 11-digit number, which a
+    magnitude guess would read as seconds (the year 3952)."""
+    config = source(column_types={"shop.orders": {"id": "bigint", "at": "timestamp_ntz", "day": "date"}})
+    values = [(1, "62562653000", "700"), (2, "-1000", "-1"), (3, "1700000000123", "19675")]
+    lines = [smt("false", id=n, at=at, day=day) for n, at, day in values]
+
+    rows = parse_messages(config, lines, "orders-topic/000001.json")
+
+    assert [(r["after"]["at"], r["after"]["day"], r["reject_reason"]) for r in rows] == [
+        ("1971-12-26 02:30:53.000000", "1971-12-02", None),
+        ("1969-12-31 23:59:59.000000", "1969-12-31", None),
+        ("2023-11-14 22:13:20.123000", "2023-11-14", None),
+    ]

@@ -99,10 +99,11 @@ def test_a_random_stream_in_each_format_loads_to_the_model(spark, tmp_path, fmt)
 
 
 # Every column kind in every format, compared as exact Python values and Arrow types. What a format carries
-# decides the loaded type: DataWorks JSON has six types (decimals are DOUBLE, every date-time a DATE of epoch
-# milliseconds, i.e. a UTC timestamp); OMS names INT a Long (bigint); DTS Avro widens integers because
-# signedness is not sent; DebeziumFlatten declares nothing, so every column is the text it was sent as;
-# DataHub TUPLE, OMS Default, SharePlex and DebeziumSmt are typed by `column_types` (wire.SPARK_TYPES).
+# decides the loaded type: DataWorks JSON has six types (decimals are DOUBLE, which keeps the exact text it was
+# sent with; every date-time a DATE of epoch milliseconds, i.e. a UTC timestamp); OMS names INT a Long (bigint);
+# DTS Avro widens integers because signedness is not sent; DebeziumFlatten declares nothing, so every column is
+# the text it was sent as; DataHub TUPLE, OMS Default, SharePlex and DebeziumSmt are typed by `column_types`
+# (wire.SPARK_TYPES).
 INSTANT = "timestamp[us, tz=UTC]"
 LOADED = {
     "id": "int64",
@@ -115,13 +116,21 @@ LOADED = {
     "instant": INSTANT,
     "raw": "binary",
     "label": "string",
+    "flag": "bool",  # TINYINT(1)
+    "ubig": "decimal128(20, 0)",  # BIGINT UNSIGNED
+    "exact": "string",  # DECIMAL(65,30): beyond Spark's 38 digits, the exact text
+    "bare": "string",  # DECIMAL without precision: any DECIMAL(65,30), the exact text
+    "single": "float",
 }
 OMS_LOADED = LOADED | {"small": "int64"}
 LOADED_TYPES = dict.fromkeys(wire.WRITERS, LOADED) | {
-    "dataworks_json": LOADED | {"small": "int64", "price": "double", "wide": "double", "day": INSTANT, "wall": INSTANT},
+    "dataworks_json": LOADED
+    | {"small": "int64", "price": "string", "ratio": "string", "day": INSTANT, "wall": INSTANT}
+    | {"ubig": "string", "single": "string"},  # DOUBLE: the text sent
+    "debezium_json": LOADED | {"ubig": "decimal128(38, 0)"},  # a Decimal without precision
     "dataworks_v2": OMS_LOADED,
     "oms_default_extend_column_type": OMS_LOADED,
-    "dts_avro": LOADED | {"id": "decimal128(20, 0)", "small": "int64"},
+    "dts_avro": LOADED | {"id": "decimal128(20, 0)", "small": "int64", "flag": "int16", "single": "double"},
     "debezium_flatten": dict.fromkeys(LOADED, "string"),
 }
 # formats whose date-times carry milliseconds: DataWorks DATE, DTS Avro's Timestamp and DateTime `millis`, and
@@ -166,14 +175,35 @@ def typed_stream(rng: random.Random, n: int, millis: bool) -> tuple[list[wire.Ch
     return changes, rows
 
 
+# boundary clocks: around 1970 (negative epochs), before March 1973 (epoch milliseconds below 10^11, which a
+# magnitude guess would read as seconds), leap days, the ends of the range
+BOUNDARY_MOMENTS = (
+    datetime(1969, 12, 31, 23, 59, 59, 999000),
+    datetime(1970, 1, 1),
+    datetime(1971, 12, 26, 2, 30, 53),
+    datetime(1973, 3, 3, 9, 46, 39, 999000),
+    datetime(1900, 2, 28, 12),
+    datetime(2000, 2, 29, 23, 59, 59),
+    datetime(2099, 12, 31, 23, 59, 59, 999000),
+)
+UNSIGNED_BIGINTS = (0, 2**63 - 1, 2**63, 2**64 - 1)
+DECIMAL_65 = (wire.EXACT.scaleb(Decimal(10**65 - 1), -30), wire.EXACT.scaleb(Decimal(-(10**65) + 1), -30))
+FLOATS = (0.0, -1.5, 3.0517578125e-05, 16777216.0)  # exact in 32 bits
+
+
 def _typed_row(rng: random.Random, key: int, millis: bool) -> dict:
-    """A row of random values (a tenth of them NULL): clocks in whole milliseconds when `millis`, between 1901
-    and 2099 but away from 1970, where OMS formats tell epoch seconds from milliseconds by magnitude."""
+    """A row of random values and boundary values (a tenth of them NULL): clocks in whole milliseconds when
+    `millis`, between 1901 and 2099, near 1970 often."""
 
     def moment() -> datetime:
-        start = rng.choice((datetime(1901, 1, 1), datetime(1975, 1, 1)))
-        micros = rng.randrange(60 * 365 * 86_400 * 10**6)
+        if rng.random() < 0.2:
+            return rng.choice(BOUNDARY_MOMENTS)
+        start = rng.choice((datetime(1901, 1, 1), datetime(1965, 1, 1), datetime(1975, 1, 1)))
+        micros = rng.randrange(60 * 365 * 86_400 * 10**6 if start.year != 1965 else 10 * 365 * 86_400 * 10**6)
         return start + timedelta(microseconds=micros - micros % 1000 if millis else micros)
+
+    def boundary(values: tuple, draw: object) -> object:
+        return rng.choice(values) if rng.random() < 0.3 else draw
 
     values = {
         "small": rng.randrange(-(2**31), 2**31),
@@ -185,6 +215,11 @@ def _typed_row(rng: random.Random, key: int, millis: bool) -> dict:
         "instant": moment().replace(tzinfo=UTC),
         "raw": rng.randbytes(rng.randrange(9)),
         "label": rng.choice(LABELS),
+        "flag": rng.random() < 0.5,
+        "ubig": boundary(UNSIGNED_BIGINTS, rng.randrange(2**64)),
+        "exact": boundary(DECIMAL_65, wire.EXACT.scaleb(Decimal(rng.randrange(-(10**65) + 1, 10**65)), -30)),
+        "bare": boundary(DECIMAL_65, wire.EXACT.scaleb(Decimal(rng.randrange(-(10**65) + 1, 10**65)), -30)),
+        "single": boundary(FLOATS, rng.randrange(-(2**20), 2**20) / 256),
     }
     return {"id": key} | {name: None if rng.random() < 0.1 else value for name, value in values.items()}
 
@@ -200,7 +235,7 @@ def loaded(fmt: str, row: dict) -> dict:
 def _as_loaded(value: object, arrow_type: str) -> object:
     if value is None:
         return None
-    if arrow_type in ("int32", "int64"):
+    if arrow_type in ("int16", "int32", "int64"):
         return int(value)
     if arrow_type.startswith("decimal128"):
         return Decimal(value)
@@ -208,6 +243,8 @@ def _as_loaded(value: object, arrow_type: str) -> object:
         return float(value)
     if arrow_type == "string" and isinstance(value, Decimal):
         return wire.plain_number(value)  # exact text
+    if arrow_type == "string" and isinstance(value, float | int):
+        return repr(value)  # a DataWorks DOUBLE: the text the source sent
     if arrow_type == INSTANT:
         return _instant(value)
     return value

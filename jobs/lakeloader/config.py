@@ -168,8 +168,9 @@ class SourceConfig(_Strict):
     )
     column_types: dict[str, dict[str, str]] = Field(
         default_factory=dict,
-        description="'db.table' -> {column: Spark SQL type}, for formats whose messages carry no column types "
-        f"({', '.join(FORMATS_WITHOUT_TYPES)}); other columns load as strings",
+        description="'db.table' -> {column: Spark SQL type}; a configured type wins over the one a message "
+        f"declares or the format infers. Formats whose messages carry no types ({', '.join(FORMATS_WITHOUT_TYPES)}) "
+        "load the columns it does not name as strings",
     )
     # Operations (deadlines, freshness, alerts, reconciliation against the source); see README "Operating guide".
     deadline_minutes: int = Field(
@@ -268,11 +269,6 @@ class SourceConfig(_Strict):
             raise ValueError(f"format {self.format} needs 'db': its messages name the table but not the database")
         if self.format not in FORMATS_NAMING_NO_DB and self.db is not None:
             raise ValueError(f"'db' is only used by format(s) {', '.join(FORMATS_NAMING_NO_DB)}; remove it")
-        if self.format not in FORMATS_WITHOUT_TYPES and self.column_types:
-            raise ValueError(
-                f"'column_types' is only used by format(s) {', '.join(FORMATS_WITHOUT_TYPES)} (the messages of"
-                f" {self.format} declare their column types); remove it"
-            )
         return self
 
     def includes(self, db: str, table: str) -> bool:

@@ -115,7 +115,7 @@ def _change_sets(spark: SparkSession, probe: Probe, scenario: Scenario, workdir:
     exports = prepare_export(spark, probe, scenario, workdir)
     lake = workdir / "runs" / "layout-source"
     shutil.rmtree(lake, ignore_errors=True)
-    source, store = source_config(exports, lake), open_store(str(lake))
+    source, store = source_config(exports, lake, scenario.table_names()), open_store(str(lake))
     hours = []
     for offset in range(scenario.hours):
         hour = FIRST_HOUR + timedelta(hours=offset)

@@ -102,7 +102,7 @@ def run_scenario(
     clone_tables(base, lake)
     if compare:
         clone_tables(base, bare_lake)
-    source = source_config(exports, lake)
+    source = source_config(exports, lake, scenario.table_names())
     store = open_store(str(lake))
     engine = MeasuredEngine(streamed_merge=streamed_merge)
     for offset in range(scenario.hours):

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lakeloader.bench.scenario import SOURCE
+from lakeloader.bench.scenario import COLUMNS, DB, SOURCE
 from lakeloader.config import SourceConfig
 
 COMPLETE = ".complete.json"
@@ -65,9 +65,17 @@ def clone_tables(base_silver: Path, lake: Path) -> None:
             os.link(data, copy / data.name)
 
 
-def source_config(exports: Path, lake: Path) -> SourceConfig:
+def source_config(exports: Path, lake: Path, tables: list[str]) -> SourceConfig:
     """The benchmark's source. Its tables come laid out by `Layout`, so the apply step does not recluster them
-    (the benchmark's first hour is midnight, a recluster hour by default); `layout` measures reclustering."""
+    (the benchmark's first hour is midnight, a recluster hour by default); `layout` measures reclustering.
+    DOUBLE columns are configured as double, the type the pre-written tables have (DataWorks DOUBLE is the exact
+    text otherwise)."""
+    doubles = {name: "double" for name, kind in COLUMNS if kind == "DOUBLE"}
     return SourceConfig(
-        name=SOURCE, format="dataworks_json", export_uri=str(exports), lake_root=str(lake), recluster_every_hours=0
+        name=SOURCE,
+        format="dataworks_json",
+        export_uri=str(exports),
+        lake_root=str(lake),
+        recluster_every_hours=0,
+        column_types={f"{DB}.{table}": doubles for table in tables},
     )

@@ -1,5 +1,6 @@
-"""SQL column types of the source dialects (MySQL, Oracle, OceanBase) -> Spark SQL types (which type changes
-are safe widenings: `lakeloader.ddl.widening`)."""
+"""SQL column types of the source dialects (MySQL, Oracle, OceanBase) in DDL -> Spark SQL types (by the mapping
+the data path shares, lakeloader.formats.source_types; which type changes are safe widenings:
+`lakeloader.ddl.widening`)."""
 
 from __future__ import annotations
 
@@ -7,61 +8,16 @@ import re
 
 from sqlglot import exp
 
-T = exp.DataType.Type
-
-_FIXED = {
-    T.BOOLEAN: "boolean",
-    T.BIT: "boolean",
-    T.TINYINT: "int",
-    T.UTINYINT: "int",
-    T.SMALLINT: "int",
-    T.USMALLINT: "int",
-    T.MEDIUMINT: "int",
-    T.UMEDIUMINT: "int",
-    T.INT: "int",
-    T.YEAR: "int",
-    T.UINT: "bigint",
-    T.BIGINT: "bigint",
-    T.UBIGINT: "decimal(20,0)",
-    T.FLOAT: "double",
-    T.DOUBLE: "double",
-    T.DATE: "date",
-    T.DATETIME: "timestamp_ntz",
-    T.DATETIME64: "timestamp_ntz",
-    T.TIMESTAMP: "timestamp",
-    T.TIMESTAMPTZ: "timestamp",
-    T.TIMESTAMPLTZ: "timestamp",
-    T.BINARY: "binary",
-    T.VARBINARY: "binary",
-    T.BLOB: "binary",
-    T.LONGBLOB: "binary",
-    T.MEDIUMBLOB: "binary",
-    T.TINYBLOB: "binary",
-}
+from lakeloader.formats import source_types
 
 
-def spark_type(data_type: exp.DataType) -> str:
-    """The Spark SQL type a silver column of this source type gets; strings for everything textual or
-    without an exact Spark equivalent (TIME, JSON, ENUM, SET, intervals, spatial types)."""
-    kind = data_type.this
-    if kind in _FIXED:
-        return _FIXED[kind]
-    if kind in (T.DECIMAL, T.UDECIMAL, T.BIGDECIMAL):
-        return _decimal(data_type)
-    return "string"
-
-
-def _decimal(data_type: exp.DataType) -> str:
-    """DECIMAL(p,s) and Oracle NUMBER: exact decimals; Oracle NUMBER(p) with p <= 18 as bigint, and
-    NUMBER without precision (any number) as decimal(38,10)."""
-    params = [int(e.name) for e in data_type.expressions if e.name.lstrip("-").isdigit()]
-    if not params:
-        return "decimal(38,10)"
-    precision, scale = params[0], params[1] if len(params) > 1 else 0
-    precision = min(precision, 38)
-    if scale == 0 and precision <= 18:
-        return "bigint"
-    return f"decimal({precision},{max(0, min(scale, precision))})"
+def spark_type(data_type: exp.DataType, dialect: str = "mysql") -> str:
+    """The Spark SQL type a silver column of this source type gets: the declaration as the source dialect
+    writes it ('TINYINT(1)', 'DECIMAL(65, 30)', Oracle 'NUMBER(10)'), typed by the one mapping that the message
+    path uses too (lakeloader.formats.source_types), so a column added by DDL has the type its values arrive
+    with. BIT is binary, as OMS sends it (open-source Canal sends BIT values as numbers: decimal(20,0))."""
+    declaration = data_type.sql(dialect="oracle" if dialect == "oracle" else "mysql")
+    return source_types.spark_type_of(declaration, oracle=dialect == "oracle").spark_type
 
 
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")

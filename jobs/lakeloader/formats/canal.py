@@ -44,6 +44,7 @@ from lakeloader.formats.common import (
     listing,
     overlay,
     parse_json,
+    with_configured_types,
     with_declaration_lookup,
 )
 
@@ -90,12 +91,9 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     names = F.array_distinct(
         F.concat(*[F.coalesce(names, F.array().cast(STRING_ARRAY)) for names in _names(F.col("rows"), F.col("old"))])
     )
-    frame = with_declaration_lookup(
-        frame.withColumn(
-            "typed", declare_names(names, F.col("mysql_types"), lambda t: mysql_types.resolve(t, encoding))
-        )
-    )
-    converters = mysql_types.converters(encoding)
+    typed = declare_names(names, F.col("mysql_types"), lambda t: mysql_types.resolve(t, encoding))
+    frame = with_declaration_lookup(with_configured_types(frame.withColumn("typed", typed), source.column_types))
+    converters = mysql_types.converters(encoding) | mysql_types.configured(encoding)
     images = F.transform(
         "rows", lambda row, i: _images(F.col("raw_op"), row, F.try_element_at(F.col("old"), i + 1), legacy)
     )

@@ -199,6 +199,11 @@ def decimal_fits(v: Column, spark_type: Column) -> Column:
     return well_formed & (all_zero | ((integer_digits <= precision - scale) & (fraction_digits <= scale)))
 
 
+def number_text(v: Column, _type: Column = None) -> Column:
+    """Number text kept exactly as sent (plain or scientific), NULL when it is no number."""
+    return F.when(v.rlike(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"), v)
+
+
 def checked_decimal(v: Column, spark_type: Column) -> Column:
     return F.when(decimal_fits(v, spark_type), v)
 
@@ -218,6 +223,51 @@ def spark_typed(spark_type: Column) -> Column:
     converter key is the type's family ("decimal" for decimal(p,s)); no type means string."""
     family = F.regexp_extract(spark_type, r"^([a-z_]+)", 1)
     return F.struct(family.alias("conv"), F.coalesce(spark_type, F.lit("string")).alias("type"))
+
+
+CONFIGURED = "configured "
+"""Prefix of the converter key of a column whose type the source's `column_types` sets over the message's own."""
+
+
+def with_configured_types(frame: DataFrame, column_types: Mapping[str, Mapping[str, str]]) -> DataFrame:
+    """`typed` with every column that `column_types` names for the row's db.table retyped: a configured type
+    always wins over the type the message declares or the format infers. Its converter key is CONFIGURED plus
+    the type's family (`configured_converters` supplies them)."""
+    if not column_types:
+        return frame
+    configured = configured_types(column_types, F.col("db"), F.col("table"))
+
+    def retype(known: Column) -> Column:
+        def column(c: Column) -> Column:
+            wanted = F.element_at(known, c["name"])
+            family = F.concat(F.lit(CONFIGURED), F.regexp_extract(wanted, r"^([a-z_]+)", 1))
+            return F.struct(
+                c["name"].alias("name"),
+                F.when(wanted.isNull(), c["conv"]).otherwise(family).alias("conv"),
+                F.coalesce(wanted, c["type"]).alias("type"),
+            )
+
+        return F.transform("typed", column)
+
+    return frame.withColumn("typed", let(configured, retype))
+
+
+def configured_converters(by_family: Mapping[str, Converter]) -> dict[str, Converter]:
+    """The converters of configured columns (`with_configured_types`), from the format's converters by Spark type
+    family (how that format writes such a value)."""
+    return {CONFIGURED + family: converter for family, converter in by_family.items()}
+
+
+def epoch_or_text(fraction_digits: int, text_type: str) -> Converter:
+    """Canonical timestamp text from an epoch number in one fixed unit (`fraction_digits` as in `epoch_micros`:
+    3 for milliseconds, 0 for microseconds; never guessed from the magnitude) or from date-time text read as
+    `text_type` (an ISO instant with zone reads in that zone)."""
+
+    def convert(v: Column, _type: Column = None) -> Column:
+        number = F.timestamp_micros(epoch_micros(F.when(v.rlike(r"^-?[0-9]+$"), v), fraction_digits))
+        return timestamp_text(F.when(v.rlike(r"^-?[0-9]+$"), number).otherwise(v.try_cast(text_type)))
+
+    return convert
 
 
 def spark_type_converters(timestamp: Converter, timestamp_ntz: Converter) -> dict[str, Converter]:

@@ -21,8 +21,9 @@ quarantined.
 
 The topic schema has types but rows carry none: the source's `column_types` configures Spark SQL types per
 'db.table', other columns are strings. A timestamp column may hold text or DataHub's TIMESTAMP value
-(epoch microseconds). The database name is the source's `db`; the key is the source's `primary_keys`
-entry for the table (none: apply keys by all columns).
+(epoch microseconds); DataHub has no DATE type, so a `date` column accepts 'YYYY-MM-DD' text or a TIMESTAMP at
+midnight UTC (any other time of day rejects the row with that reason). The database name is the source's
+`db`; the key is the source's `primary_keys` entry for the table (none: apply keys by all columns).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from lakeloader import canonical as C
 from lakeloader.config import SourceConfig
 from lakeloader.formats.common import (
     WireFields,
+    checked_date,
     configured_map,
     configured_types,
     declare_names,
@@ -118,7 +120,8 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         ).alias("event_time"),
     )
     converters = spark_type_converters(timestamp=_datahub_timestamp, timestamp_ntz=_datahub_datetime)
-    frame = with_canonical_images(frame, converters)
+    converters["date"] = _datahub_date
+    frame = with_canonical_images(frame, converters).withColumn("dates_off_midnight", _dates_off_midnight())
     is_data = F.col("kind") == C.DATA
     return finish(
         frame,
@@ -129,6 +132,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
                 is_data & F.col("raw_event_time").isNotNull() & F.col("event_time").isNull(),
                 f"{EXECUTE_TIME} is not a time",
             ),
+            (is_data & (F.size("dates_off_midnight") > 0), listing(OFF_MIDNIGHT, F.col("dates_off_midnight"))),
         ],
     )
 
@@ -188,6 +192,35 @@ def _header_problem(header: str, names: Column) -> Column:
         .when(F.size(repeated) > 0, listing("CSV header repeats column(s): ", repeated))
         .when(F.size(missing) > 0, listing("CSV header lacks metadata column(s): ", missing))
         .alias("problem")
+    )
+
+
+DAY_MICROS = 86_400_000_000
+OFF_MIDNIGHT = "date column(s) holding a TIMESTAMP (epoch microseconds) that is not midnight UTC: "
+
+
+def _datahub_date(v: Column, _type: Column = None) -> Column:
+    """DataHub has no DATE type: a date column holds 'YYYY-MM-DD' text, or a TIMESTAMP's epoch microseconds at
+    midnight UTC (another time of day is no date: NULL, so the row is rejected)."""
+    micros = F.when(v.rlike(r"^-?[0-9]{1,19}$"), v.try_cast("bigint"))
+    from_micros = F.when(F.pmod(micros, F.lit(DAY_MICROS)) == 0, F.to_date(F.timestamp_micros(micros)).cast("string"))
+    return F.coalesce(checked_date(v), from_micros)
+
+
+def _dates_off_midnight() -> Column:
+    """Names of date columns whose value is epoch microseconds at another time than midnight (for the reason)."""
+    lookup = F.map_from_entries(F.transform("typed", lambda c: F.struct(c["name"], c["type"])))
+    image = F.coalesce(F.col("raw_after"), F.col("raw_before"), F.create_map().cast(C.IMAGE_TYPE))
+    return F.coalesce(
+        F.filter(
+            F.map_keys(image),
+            lambda name: (
+                (F.element_at(lookup, name) == "date")
+                & F.element_at(image, name).rlike(r"^-?[0-9]{1,19}$")
+                & (F.pmod(F.element_at(image, name).try_cast("bigint"), F.lit(DAY_MICROS)) != 0)
+            ),
+        ),
+        F.array().cast("array<string>"),
     )
 
 

@@ -35,28 +35,63 @@ from lakeloader.formats.common import (
     WireFields,
     checked_base64,
     checked_cast,
+    checked_date,
+    configured_converters,
     converters_of,
     declare,
     epoch_millis_to_timestamp_text,
+    epoch_or_text,
     finish,
     fixed_types,
     integer_text,
     keep_text,
+    number_text,
     parse_json,
+    spark_type_converters,
     with_canonical_images,
+    with_configured_types,
 )
 
 ROW_ID_COLUMN = "#alibaba_rds_row_id#"
 ORACLE_ROW_ID_COLUMN = "rowid"
 
+
+def _exact_number(v: Column, _type: Column = None) -> Column:
+    """A DOUBLE value as the exact number text it was sent with (NaN and +-Infinity, a Java double's other
+    values, kept as written); NULL when it is no number."""
+    return F.coalesce(number_text(v), F.when(v.isin("NaN", "Infinity", "-Infinity"), v))
+
+
 VALUE_TYPES = {
     "LONG": ValueType("bigint", checked_cast("bigint")),
-    "DOUBLE": ValueType("double", checked_cast("double")),
+    # DataWorks maps MySQL DECIMAL, BIGINT UNSIGNED, FLOAT and DOUBLE (Oracle NUMBER ...) to DOUBLE but sends the
+    # source value's exact text: a Spark double would lose digits (9223372036854775808 -> 9223372036854776000),
+    # and no decimal(p,s) holds every such value, so a DOUBLE column keeps that text. `column_types` gives it a
+    # numeric type (decimal(p,s): values must fit exactly; double: rounded to the nearest double).
+    "DOUBLE": ValueType("string", _exact_number),
     "BOOLEAN": ValueType("boolean", checked_cast("boolean")),
     "STRING": ValueType("string", keep_text),
     "DATE": ValueType("timestamp", epoch_millis_to_timestamp_text),
     "BYTES": ValueType("binary", checked_base64),
 }
+
+DAY_MILLIS = 86_400_000
+
+
+def _date(v: Column, _type: Column = None) -> Column:
+    """A date-configured column: 'YYYY-MM-DD', or a DATE value (epoch milliseconds) at midnight UTC."""
+    millis = F.when(v.rlike(r"^-?[0-9]{1,18}$"), v.try_cast("bigint"))
+    return F.coalesce(
+        checked_date(v),
+        F.when(F.pmod(millis, F.lit(DAY_MILLIS)) == 0, F.to_date(F.timestamp_millis(millis)).cast("string")),
+    )
+
+
+# columns typed by configuration (`column_types`): a DATE value is epoch milliseconds, text is read too
+CONFIGURED_CONVERTERS = configured_converters(
+    spark_type_converters(timestamp=epoch_or_text(3, "timestamp"), timestamp_ntz=epoch_or_text(3, "timestamp_ntz"))
+    | {"date": _date}
+)
 
 OPS = OpTable(
     data={
@@ -142,8 +177,8 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         integer_text(payload["sequenceId"]).alias("seq"),
         F.when(event_millis > 0, F.timestamp_millis(event_millis)).alias("event_time"),
     )
-    converters = converters_of(VALUE_TYPES)
-    frame = with_canonical_images(frame, converters)
+    frame = with_configured_types(frame, source.column_types)
+    frame = with_canonical_images(frame, converters_of(VALUE_TYPES) | CONFIGURED_CONVERTERS)
     return finish(frame, WIRE)
 
 

@@ -35,11 +35,13 @@ from lakeloader.formats import ob_types
 from lakeloader.formats.common import (
     OpTable,
     WireFields,
+    configured_converters,
     declare,
     finish,
     integer_text,
     parse_json,
     with_canonical_images,
+    with_configured_types,
 )
 
 VERSION = "2.0"
@@ -119,7 +121,8 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         integer_text(payload["scn"]).alias("seq2"),
         F.when(event_millis > 0, F.timestamp_millis(event_millis)).alias("event_time"),
     )
-    frame = with_canonical_images(frame, ob_types.CONVERTERS)
+    frame = with_configured_types(frame, source.column_types)
+    frame = with_canonical_images(frame, ob_types.CONVERTERS | configured_converters(ob_types.SPARK_TYPED_CONVERTERS))
     version_problem = F.concat(F.lit("unsupported version '"), F.col("version"), F.lit(f"' (expected {VERSION})"))
     return finish(
         frame,

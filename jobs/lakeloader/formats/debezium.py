@@ -1,5 +1,6 @@
 """Debezium JSON (seed 002's Debezium serializer, and Debezium itself): the change event with or without the
-Kafka Connect schema envelope; DebeziumFlatten (`debezium_flatten`) is the same event without `payload`.
+Kafka Connect schema envelope (`{"schema", "payload": event}`, or the event alone as JsonConverter writes it with
+schemas.enable=false); DebeziumFlatten (`debezium_flatten`) is the same event without `payload`.
 
     {"schema": {"fields": [{"field": "before"|"after", "fields": [{"field", "type", "name", "parameters"}]},
                            ...]},
@@ -46,19 +47,24 @@ from lakeloader.formats.common import (
     checked_base64,
     checked_boolean,
     checked_cast,
+    checked_date,
     checked_decimal,
+    configured_converters,
     configured_map,
     declare,
     declare_names,
     epoch_micros,
+    epoch_or_text,
     finish,
     image_names,
     integer_text,
     let,
     parse_json,
     qualified,
+    spark_type_converters,
     timestamp_text,
     with_canonical_images,
+    with_configured_types,
 )
 
 OPS = OpTable(
@@ -96,6 +102,7 @@ SCHEMA = T.StructType(
     ]
 )
 ENVELOPE = T.StructType([T.StructField("schema", SCHEMA), T.StructField("payload", PAYLOAD)])
+PLAIN_OR_ENVELOPE = T.StructType([*ENVELOPE.fields, *PAYLOAD.fields])
 
 PLAIN_TYPES = {
     "int8": "tinyint",
@@ -251,10 +258,37 @@ CONVERTERS: dict[str, Converter] = {
 }
 
 
+def _date(v: Column, _type: Column = None) -> Column:
+    """A date as 'YYYY-MM-DD' or as days since 1970 (Debezium's Date, OMS's DATE)."""
+    return F.coalesce(checked_date(v), _epoch_days(v))
+
+
+def _message_bytes(v: Column, _type: Column = None) -> Column:
+    """Bytes in the message's encoding (`bytes_encoding`: Base16 from OMS, Base64 otherwise)."""
+    return F.when(F.col("bytes_encoding") == "hex", _hex_bytes(v)).otherwise(checked_base64(v))
+
+
+def value_families(binary: Converter) -> dict[str, Converter]:
+    """Converters by Spark type family for columns typed by configuration (`column_types`), reading values as
+    Debezium and OMS's Debezium serializers write them (seed 002): a DATETIME (timestamp_ntz) as epoch
+    milliseconds of its wall clock, a TIMESTAMP as ISO text in UTC (epoch milliseconds also read), a date as
+    text or days since 1970, decimals as JSON numbers, text or Base64 unscaled bytes. The unit of an epoch is
+    fixed by the type, never guessed from the number's size (a DATETIME before March 1973 has fewer digits)."""
+    return spark_type_converters(
+        timestamp=epoch_or_text(3, "timestamp"), timestamp_ntz=epoch_or_text(3, "timestamp_ntz")
+    ) | {"date": _date, "decimal": _decimal, "binary": binary}
+
+
+CONFIGURED_CONVERTERS = configured_converters(value_families(_message_bytes))
+
+
 def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
-    """Debezium JSON: `payload`, with or without `schema`."""
-    frame = parse_json(lines, ENVELOPE)
-    return parse_event(frame, lines.columns, source, F.col("j.payload"), F.col("j.schema"), "payload.")
+    """Debezium JSON: the event in `payload` with or without `schema` (JsonConverter schemas.enable=true), or the
+    event itself (schemas.enable=false: {before, after, source, op, ts_ms} at the top)."""
+    frame = parse_json(lines, PLAIN_OR_ENVELOPE)
+    plain = F.struct(*[F.col(f"j.{name}").alias(name) for name in PAYLOAD.names])
+    payload = F.when(F.col("j.payload").isNotNull(), F.col("j.payload")).otherwise(plain)
+    return parse_event(frame, lines.columns, source, payload, F.col("j.schema"), "payload.")
 
 
 def parse_event(
@@ -295,7 +329,8 @@ def parse_event(
         image_names(F.col("raw_after"), F.col("raw_before")), F.lit(None).cast("map<string,string>"), _resolve_nothing
     )
     typed = F.when(F.col("kind") == C.DATA, F.coalesce(F.when(F.size("row_fields") > 0, declared), undeclared))
-    frame = with_canonical_images(frame.withColumn("typed", typed), CONVERTERS)
+    frame = with_configured_types(frame.withColumn("typed", typed), source.column_types)
+    frame = with_canonical_images(frame, CONVERTERS | CONFIGURED_CONVERTERS)
     frame = frame.withColumn("typed", F.transform("typed", _beyond_spark_as_string))
     wire = WireFields(
         op=f"{prefix}op",
@@ -335,8 +370,12 @@ def _resolve_nothing(_wire_type: Column) -> Column:
 def _resolve(field: Column) -> Column:
     """struct(conv, type) of one envelope field (struct field, type, name, parameters)."""
     logical, plain, parameters = field["name"], field["type"], field["parameters"]
-    precision = F.coalesce(parameters["connect.decimal.precision"].try_cast("int"), F.lit(38))
     scale = F.coalesce(parameters["scale"].try_cast("int"), F.lit(0))
+    # without a precision (BIGINT UNSIGNED in precise mode, or a connector that does not say): a whole number is
+    # decimal(38,0), a fraction the exact text (read as a decimal of up to 99 digits, then relabelled string:
+    # a decimal(38,s) could not hold its integer digits)
+    unsaid = F.when(scale == 0, F.lit(38)).otherwise(F.lit(99))
+    precision = F.coalesce(parameters["connect.decimal.precision"].try_cast("int"), unsaid)
     # beyond 38 digits too: the converter checks the value against it, then `_beyond_spark_as_string` relabels it
     decimal_type = F.when(
         (precision >= 1) & scale.between(0, precision), F.format_string("decimal(%d,%d)", precision, scale)

@@ -13,7 +13,8 @@ declares a type or a key, or orders it:
   (`orders/part-0001.json` -> topic `orders`);
 - columns are strings unless the source's `column_types` configures them, and values are read as OMS's
   Debezium serializer writes them (seed 002): a date as 'YYYY-MM-DD' or days since 1970, bytes in Base16,
-  a DATETIME as epoch milliseconds, other types as for OMS (lakeloader.formats.ob_types);
+  a DATETIME (timestamp_ntz) as epoch milliseconds whatever the number's size (1971 is 10 digits), a
+  TIMESTAMP as ISO text in UTC (lakeloader.formats.debezium.value_families);
 - tables need `primary_keys`: without a key a table is a multiset of rows (lakeloader.multiset), and an
   upsert adds a row instead of replacing one
   (a message lacking a configured key column is quarantined);
@@ -33,12 +34,11 @@ from pyspark.sql import functions as F
 
 from lakeloader import canonical as C
 from lakeloader.config import SourceConfig
-from lakeloader.formats import debezium, ob_types
+from lakeloader.formats import debezium
 from lakeloader.formats.common import (
     Converter,
     OpTable,
     WireFields,
-    checked_date,
     configured_map,
     configured_types,
     declare_names,
@@ -61,10 +61,7 @@ WIRE = WireFields(
     op_label=DELETED,
 )
 TOPIC = r"^([^/]+)/"
-CONVERTERS: dict[str, Converter] = ob_types.SPARK_TYPED_CONVERTERS | {
-    "date": lambda v, t: F.coalesce(checked_date(v), debezium.CONVERTERS["epoch_days"](v, t)),
-    "binary": debezium.CONVERTERS["hex"],
-}
+CONVERTERS: dict[str, Converter] = debezium.value_families(binary=debezium.CONVERTERS["hex"])
 
 
 def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:

@@ -20,7 +20,7 @@ Types. For MySQL sources (sourceType MySQL or DRDS) `dataTypeNumber` is the MySQ
 as the MySQL declaration it stands for and typed by lakeloader.formats.mysql_types. Signedness is not sent, so
 integers are widened as if UNSIGNED: TINY -> smallint, SHORT and INT24 -> int, LONG -> bigint, LONGLONG ->
 decimal(20,0); FLOAT and DOUBLE -> double (a Float value is a double); (NEW)DECIMAL -> decimal(p,s) of the
-Decimal value (string beyond 38 digits; decimal(38,18) when no value says); DATE -> date, DATETIME ->
+Decimal value (string beyond 38 digits, and when no value says: any DECIMAL(65,30)); DATE -> date, DATETIME ->
 timestamp_ntz, TIMESTAMP -> timestamp, TIME -> string, YEAR -> int, BIT -> decimal(20,0) for an Integer value
 (binary otherwise). Text, BLOB, string and GEOMETRY numbers (and any other number, and all columns of other
 sources) are typed by the value's union branch: Character -> string (binary for the `binary` charset),
@@ -31,7 +31,7 @@ after-image first; a string or BLOB column without one is string, a GEOMETRY one
 DECIMAL's precision and scale, and whether a string or BLOB number holds text or bytes, are only sent with
 a value. Apply takes each column's latest declaration in a batch, so where a record's value is NULL the
 column takes the batch's latest type from a value; only a batch without any value there declares the
-fallback (decimal(38,18), string; a table it creates keeps that type).
+fallback (the exact number text, string; a table it creates keeps that type).
 
 Values: Timestamp is seconds + millis since 1970 (UTC); DateTime's parts are the source's wall clock (kept
 as such in a timestamp_ntz column); TimestampWithTimeZone's parts are local to its `timezone` and
@@ -67,6 +67,7 @@ from lakeloader.formats.common import (
     timestamp_text,
     typed_column,
     with_canonical_images,
+    with_configured_types,
 )
 from lakeloader.formats.dts_avro_decode import BINARY_CHARSET, DECODED, decode
 
@@ -137,8 +138,10 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
             "raw_after": _raw_image(names, F.col("after_values")),
         }
     )
-    frame = _with_batch_types(frame)
-    frame = with_canonical_images(frame, mysql_types.converters(BINARY_ENCODING))
+    frame = with_configured_types(_with_batch_types(frame), source.column_types)
+    frame = with_canonical_images(
+        frame, mysql_types.converters(BINARY_ENCODING) | mysql_types.configured(BINARY_ENCODING)
+    )
     undecodable = _undecodable(names, F.col("before_values"), F.col("after_values"))
     return finish(
         frame,
@@ -225,7 +228,7 @@ def _has_value(value: Column) -> Column:
 
 
 def _decimal_declaration(value: Column) -> Column:
-    """decimal(p,s) of a Decimal value; bare 'decimal' (decimal(38,18)) when the value does not say."""
+    """decimal(p,s) of a Decimal value; bare 'decimal' (exact text: any DECIMAL(65,30)) when no value says."""
     has_precision = (value["branch"] == "Decimal") & (value["precision"] > 0)
     return F.when(
         has_precision, F.format_string("decimal(%d,%d)", value["precision"], F.coalesce(value["scale"], F.lit(0)))

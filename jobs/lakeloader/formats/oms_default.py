@@ -30,7 +30,7 @@ DefaultExtendColumnType (`formats.oms_extend`) is this format plus `__light_type
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -43,6 +43,7 @@ from lakeloader.formats.common import (
     Converter,
     OpTable,
     WireFields,
+    configured_converters,
     configured_types,
     declare_names,
     epoch_micros,
@@ -52,6 +53,7 @@ from lakeloader.formats.common import (
     parse_json,
     spark_typed,
     with_canonical_images,
+    with_configured_types,
 )
 
 KEY_SEPARATOR = "\u0001"
@@ -104,9 +106,14 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     return build(lines, declaration)
 
 
-def build(lines: DataFrame, declaration: Declaration, metadata_keys: tuple[str, ...] = ()) -> DataFrame:
+def build(
+    lines: DataFrame,
+    declaration: Declaration,
+    metadata_keys: tuple[str, ...] = (),
+    column_types: Mapping[str, Mapping[str, str]] | None = None,
+) -> DataFrame:
     """The Default format's parse; the variant says how columns are typed and which image keys are
-    metadata rather than columns."""
+    metadata rather than columns; `column_types` (configured) wins over the variant's types."""
     frame = parse_json(lines, MESSAGE_SCHEMA)
     meta, op = F.col("j.allMetaData"), F.col("j.recordType")
     kind = OPS.kind(op)
@@ -142,6 +149,7 @@ def build(lines: DataFrame, declaration: Declaration, metadata_keys: tuple[str, 
     names = image_names(F.col("raw_after"), F.col("raw_before"))
     typed, converters = declaration(names)
     frame = frame.withColumn("typed", F.when(F.col("kind") == C.DATA, typed))
-    frame = with_canonical_images(frame, converters)
+    frame = with_configured_types(frame, column_types or {})
+    frame = with_canonical_images(frame, converters | configured_converters(ob_types.SPARK_TYPED_CONVERTERS))
     bad_sequence = (F.col("kind") == C.DATA) & F.col("raw_seq2").isNotNull() & F.col("seq2").isNull()
     return finish(frame, WIRE, after_op=[(bad_sequence, "allMetaData.storeDataSequence is not a number")])

@@ -33,4 +33,4 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         types = F.transform_values(light, lambda _name, declared: declared["schemaType"])
         return declare_names(names, types, lambda wire_type: ob_types.resolve(wire_type, oracle)), ob_types.CONVERTERS
 
-    return oms_default.build(lines, declaration, metadata_keys=(LIGHT_TYPE,))
+    return oms_default.build(lines, declaration, metadata_keys=(LIGHT_TYPE,), column_types=source.column_types)

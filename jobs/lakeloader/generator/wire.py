@@ -38,6 +38,9 @@ INSERT, UPDATE, DELETE, TRUNCATE = "insert", "update", "delete", "truncate"
 # Column kinds (what a column holds), named after the Spark type a configured source gives them (SPARK_TYPES).
 BIGINT, INT, DECIMAL, WIDE_DECIMAL, DOUBLE = "bigint", "int", "decimal(10,2)", "decimal(50,10)", "double"
 DATE, DATETIME, TIMESTAMP, BYTES, TEXT = "date", "datetime", "timestamp", "bytes", "text"
+# MySQL's boundary types: TINYINT(1) (BOOL), BIGINT UNSIGNED (beyond int64), DECIMAL(65,30), DECIMAL declared
+# without precision (as DTS and OMS send it; values with 30 fraction digits), FLOAT (values exact in 32 bits)
+FLAG, UNSIGNED_BIGINT, DECIMAL_65, BARE_DECIMAL, FLOAT = "tinyint(1)", "ubigint", "decimal(65,30)", "decimal", "float"
 Columns = tuple[tuple[str, str], ...]
 PLAIN_COLUMNS: Columns = (("id", BIGINT), ("name", TEXT), ("qty", BIGINT))
 TYPED_COLUMNS: Columns = (
@@ -51,6 +54,11 @@ TYPED_COLUMNS: Columns = (
     ("instant", TIMESTAMP),  # a point in time (UTC datetime)
     ("raw", BYTES),
     ("label", TEXT),
+    ("flag", FLAG),
+    ("ubig", UNSIGNED_BIGINT),
+    ("exact", DECIMAL_65),
+    ("bare", BARE_DECIMAL),
+    ("single", FLOAT),
 )
 SPARK_TYPES = {
     BIGINT: "bigint",
@@ -63,6 +71,11 @@ SPARK_TYPES = {
     TIMESTAMP: "timestamp",
     BYTES: "binary",
     TEXT: "string",
+    FLAG: "boolean",
+    UNSIGNED_BIGINT: "decimal(20,0)",
+    DECIMAL_65: "string",
+    BARE_DECIMAL: "string",
+    FLOAT: "float",
 }
 """The Spark type `column_types` gives each kind, for the formats whose messages carry no types."""
 
@@ -208,6 +221,8 @@ def text_of(value: object) -> str:
         return wall_text(value)
     if isinstance(value, bytes):
         return value.decode("latin-1")  # Canal: one ISO-8859-1 character per byte
+    if isinstance(value, bool):
+        return "1" if value else "0"  # a TINYINT(1)
     return str(value)
 
 
@@ -246,18 +261,24 @@ def _exact_number(value: object) -> str:
 
 DATAWORKS = Dialect(  # six types (seed 000): decimals are DOUBLE, every date-time a DATE of epoch milliseconds
     types={BIGINT: "LONG", INT: "LONG", DECIMAL: "DOUBLE", WIDE_DECIMAL: "DOUBLE", DOUBLE: "DOUBLE"}
-    | {DATE: "DATE", DATETIME: "DATE", TIMESTAMP: "DATE", BYTES: "BYTES", TEXT: "STRING"},
-    values={DECIMAL: float, WIDE_DECIMAL: float, DATE: midnight_millis, DATETIME: epoch_millis}
+    | {DATE: "DATE", DATETIME: "DATE", TIMESTAMP: "DATE", BYTES: "BYTES", TEXT: "STRING", FLAG: "BOOLEAN"}
+    | {UNSIGNED_BIGINT: "DOUBLE", DECIMAL_65: "DOUBLE", BARE_DECIMAL: "DOUBLE", FLOAT: "DOUBLE"},
+    # a DOUBLE's value is the source value's exact text, as real producers send it ("1.100000")
+    values={DECIMAL: plain_number, WIDE_DECIMAL: plain_number, DOUBLE: repr, DATE: midnight_millis}
+    | {DATETIME: epoch_millis, DECIMAL_65: plain_number, BARE_DECIMAL: plain_number, FLOAT: repr}
     | {TIMESTAMP: epoch_millis, BYTES: base64_text},
 )
 OMS = Dialect(  # OMS type names and its MySQL-tenant value formats (seed 002), for every OMS format but Debezium
     types={BIGINT: "INT64", INT: "INT", DECIMAL: "DECIMAL(10,2)", WIDE_DECIMAL: "DECIMAL(50,10)", DOUBLE: "DOUBLE"}
-    | {DATE: "DATE", DATETIME: "DATETIME", TIMESTAMP: "TIMESTAMP", BYTES: "BLOB", TEXT: "VARCHAR(64)"},
-    values={DATE: date.isoformat, DATETIME: oms_clock, TIMESTAMP: oms_epoch_seconds, BYTES: base64_text},
+    | {DATE: "DATE", DATETIME: "DATETIME", TIMESTAMP: "TIMESTAMP", BYTES: "BLOB", TEXT: "VARCHAR(64)", FLAG: "BOOL"}
+    | {UNSIGNED_BIGINT: "BIGINT", DECIMAL_65: "DECIMAL(65,30)", BARE_DECIMAL: "DECIMAL", FLOAT: "FLOAT"},
+    values={DATE: date.isoformat, DATETIME: oms_clock, TIMESTAMP: oms_epoch_seconds, BYTES: base64_text, FLAG: int},
 )
 CANAL = Dialect(  # mysqlType declarations, every value as text
     types={BIGINT: "bigint", INT: "int", DECIMAL: "decimal(10,2)", WIDE_DECIMAL: "decimal(50,10)", DOUBLE: "double"}
-    | {DATE: "date", DATETIME: "datetime(6)", TIMESTAMP: "timestamp(6)", BYTES: "blob", TEXT: "varchar(20)"},
+    | {DATE: "date", DATETIME: "datetime(6)", TIMESTAMP: "timestamp(6)", BYTES: "blob", TEXT: "varchar(20)"}
+    | {FLAG: "tinyint(1)", UNSIGNED_BIGINT: "bigint(20) unsigned", DECIMAL_65: "decimal(65,30)"}
+    | {BARE_DECIMAL: "decimal", FLOAT: "float"},
     values=dict.fromkeys(SPARK_TYPES, text_of),
 )
 
@@ -285,19 +306,26 @@ DEBEZIUM = Dialect(  # Debezium's MySQL connector through JsonConverter: logical
         TIMESTAMP: _connect("string", "io.debezium.time.ZonedTimestamp"),
         BYTES: _connect("bytes"),
         TEXT: _connect("string"),
+        FLAG: _connect("boolean"),
+        UNSIGNED_BIGINT: _connect("bytes", _DECIMAL_LOGICAL, scale="0"),  # precise mode: no precision
+        DECIMAL_65: _connect("bytes", _DECIMAL_LOGICAL, scale="30", **{"connect.decimal.precision": "65"}),
+        BARE_DECIMAL: _connect("bytes", _DECIMAL_LOGICAL, scale="30"),
+        FLOAT: _connect("float"),
     },
     values={DECIMAL: unscaled_base64(2), WIDE_DECIMAL: unscaled_base64(10), DATE: epoch_days}
-    | {DATETIME: epoch_micros, TIMESTAMP: iso_utc, BYTES: base64_text},
+    | {DATETIME: epoch_micros, TIMESTAMP: iso_utc, BYTES: base64_text, UNSIGNED_BIGINT: unscaled_base64(0)}
+    | {DECIMAL_65: unscaled_base64(30), BARE_DECIMAL: unscaled_base64(30)},
 )
 DEBEZIUM_SMT = Dialect(  # OMS's Debezium type mapping (seed 002): no types in the message
     types={},
     values={DECIMAL: plain_number, WIDE_DECIMAL: plain_number, DATE: epoch_days, DATETIME: epoch_millis}
-    | {TIMESTAMP: iso_utc, BYTES: lambda data: data.hex().upper()},
+    | {TIMESTAMP: iso_utc, BYTES: lambda data: data.hex().upper(), UNSIGNED_BIGINT: str, DECIMAL_65: plain_number}
+    | {BARE_DECIMAL: plain_number},
 )
 DATAHUB = Dialect(  # TUPLE field types: DECIMAL, DOUBLE, TIMESTAMP (epoch microseconds), STRING for the rest
     types={},
     values={WIDE_DECIMAL: plain_number, DATE: date.isoformat, DATETIME: epoch_micros, TIMESTAMP: epoch_micros}
-    | {BYTES: base64_text},
+    | {BYTES: base64_text, DECIMAL_65: plain_number, BARE_DECIMAL: plain_number},
 )
 
 
@@ -477,7 +505,8 @@ def _avro_timestamp(moment: datetime) -> tuple[str, dict]:
 
 DTS_AVRO = Dialect(  # MySQL protocol type numbers, values as the record schema's union branches
     types={BIGINT: 8, INT: 3, DECIMAL: 246, WIDE_DECIMAL: 246, DOUBLE: 5}
-    | {DATE: 10, DATETIME: 12, TIMESTAMP: 7, BYTES: 252, TEXT: 15},
+    | {DATE: 10, DATETIME: 12, TIMESTAMP: 7, BYTES: 252, TEXT: 15}
+    | {FLAG: 1, UNSIGNED_BIGINT: 8, DECIMAL_65: 246, BARE_DECIMAL: 246, FLOAT: 4},
     values={
         BIGINT: lambda v: (_AVRO + "Integer", {"precision": 20, "value": str(v)}),
         INT: lambda v: (_AVRO + "Integer", {"precision": 11, "value": str(v)}),
@@ -489,6 +518,11 @@ DTS_AVRO = Dialect(  # MySQL protocol type numbers, values as the record schema'
         TIMESTAMP: _avro_timestamp,
         BYTES: lambda v: (_AVRO + "BinaryObject", {"type": "BLOB", "value": v}),
         TEXT: lambda v: (_AVRO + "Character", {"charset": "utf8mb4", "value": v.encode()}),
+        FLAG: lambda v: (_AVRO + "Integer", {"precision": 4, "value": str(int(v))}),
+        UNSIGNED_BIGINT: lambda v: (_AVRO + "Integer", {"precision": 20, "value": str(v)}),
+        DECIMAL_65: _avro_decimal(65, 30),
+        BARE_DECIMAL: _avro_decimal(65, 30),
+        FLOAT: lambda v: (_AVRO + "Float", {"value": v, "precision": 12, "scale": 0}),
     },
 )
 
