@@ -25,6 +25,7 @@ from decimal import Decimal
 from functools import partial
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -34,6 +35,7 @@ from lakeloader import multiset, zones
 from lakeloader.config import SourceConfig
 from lakeloader.ddl import changes as D
 from lakeloader.ddl import statements as S
+from lakeloader.ddl.columns import ColumnChange, applied_changes, read_as_later, renames_or_drops
 from lakeloader.ddl.events import DdlEvent, ddl_events, record_history
 from lakeloader.ddl.moves import (
     TableId,
@@ -45,10 +47,11 @@ from lakeloader.ddl.moves import (
     table_id_literal,
     with_moves,
 )
+from lakeloader.ddl.types import spark_type_of_arrow
 from lakeloader.ddl.widening import widest
 from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
-from lakeloader.engine.deltars import DeltaRsEngine
+from lakeloader.engine.deltars import DeltaRsEngine, quote
 from lakeloader.multiset import multiset_actions
 from lakeloader.ordering import TableShape, key_actions, table_shapes
 from lakeloader.silver import (
@@ -156,21 +159,28 @@ def apply_changes(
     data = with_segments(with_identities(with_moves(data, moves), identities), events_by_table)
     configured = {name: list(key) for name, key in source.primary_keys.items()}
     shapes = [_keyed(engine, lake, source.name, shape, configured) for shape in table_shapes(data, configured)]
-    keyed, keyless = [s for s in shapes if s.key], _multiset_shapes([s for s in shapes if not s.key])
+    keyed = [s for s in shapes if s.key]
+    # keyless tables: counted once for the batch, or segment by segment around the batch's DDL (`_Multisets`)
+    counted_once = _multiset_shapes([s for s in shapes if not s.key and (s.db, s.table) not in events_by_table])
+    around_ddl = [_multiset_segment(s) for s in shapes if not s.key and (s.db, s.table) in events_by_table]
+    keyless = counted_once + around_ddl
     shapes = keyed + keyless
     changes_per_table = {(r["db"], r["table"]): r["count"] for r in data.groupBy("db", "table").count().collect()}
+    multisets = _Multisets(engine, lake, source, data, log, moves, identities)
     actions = None
     if keyed:
         actions = key_actions(data.where(~_among(keyless)), keyed)
-    if keyless:
-        history = with_identities(with_moves(log().where(F.col("kind") == C.DATA), moves), identities)
-        since, truncated = _truncations(engine, lake, source.name, keyless, events_by_table)
-        segments = {(s.db, s.table): s.segment for s in keyless}
-        counted = multiset_actions(data.where(_among(keyless)), history, segments, since, truncated)
+    if counted_once:
+        since, truncated = _truncations(engine, lake, source.name, counted_once, events_by_table)
+        segments = {(s.db, s.table): s.segment for s in counted_once}
+        renamed = multisets.column_changes()
+        batch_rows = read_as_later(data.where(_among(counted_once)), renamed)
+        history = read_as_later(multisets.history(), renamed)
+        counted = multiset_actions(batch_rows, history, segments, since, truncated)
         actions = counted if actions is None else actions.unionByName(counted)
     if actions is not None:
         actions = actions.persist(StorageLevel.MEMORY_AND_DISK)
-    writer = _Batch(engine, lake, source, commit_info, loaded_at, actions, recluster)
+    writer = _Batch(engine, lake, source, commit_info, loaded_at, actions, recluster, multisets)
     tables: dict[str, dict] = {}
     try:
         for db, table in sorted({(s.db, s.table) for s in shapes} | set(events_by_table)):
@@ -256,9 +266,10 @@ def _unsupported(event: DdlEvent) -> dict:
 class _Batch:
     """Writes one batch, table by table: segments of changes interleaved with the table's DDL."""
 
-    def __init__(self, engine, lake, source, commit_info, loaded_at, actions, recluster) -> None:
+    def __init__(self, engine, lake, source, commit_info, loaded_at, actions, recluster, multisets) -> None:
         self.engine, self.lake, self.source = engine, lake, source
         self.commit_info, self.loaded_at, self.actions = commit_info, loaded_at, actions
+        self.multisets: _Multisets = multisets
         self.retention = timedelta(hours=source.tombstone_retention_hours)
         self.recluster = recluster
         self.widenings: list[DdlEvent] = []  # columns widened for the data, recorded like DDL in the schema history
@@ -268,12 +279,20 @@ class _Batch:
     def apply_table(self, db: str, table: str, shapes: dict[int, TableShape], events: list[DdlEvent]) -> dict:
         location = D.TableLocation(self.source.name, db, table)
         totals: dict[str, int] = {}
+        keyless = bool(events) and self._keyless(location, shapes)
+        recount = False  # a keyless table's rows are known by content: recounted after a column rename/drop
         for segment in range(len(events) + 1):
-            if segment in shapes:
-                for key, value in self._write_segment(location, shapes[segment]).items():
-                    totals[key] = totals.get(key, 0) + value
+            written: dict[str, int] = {}
+            if keyless and (segment in shapes or recount):
+                written = self._write_multiset(location, (db, table), shapes.get(segment), segment, events, recount)
+                recount = False
+            elif segment in shapes:
+                written = self._write_segment(location, shapes[segment], self.actions)
+            for key, value in written.items():
+                totals[key] = totals.get(key, 0) + value
             if segment < len(events):
                 self._perform(location, events[segment])
+                recount = recount or (keyless and _renames_or_drops(events[segment]) != [])
         uri = self.lake.child(location.silver_key())
         exists = self.engine.exists(uri)
         if exists and self.recluster:
@@ -298,7 +317,12 @@ class _Batch:
             log.warning("could not recluster %s by %s: %s", uri, key, error)
             return 0
 
-    def _write_segment(self, location: D.TableLocation, shape: TableShape) -> dict[str, int]:
+    def _keyless(self, location: D.TableLocation, shapes: dict[int, TableShape]) -> bool:
+        if shapes:
+            return all(s.key == multiset.KEY for s in shapes.values())
+        return recorded_key(self.engine, self.lake.child(location.silver_key())) == multiset.KEY
+
+    def _write_segment(self, location: D.TableLocation, shape: TableShape, actions: DataFrame) -> dict[str, int]:
         table = SilverTable(
             self.lake.child(location.silver_key()),
             self.lake.child(location.tombstones_key()),
@@ -306,9 +330,9 @@ class _Batch:
             self.commit_info,
             self.file_size,
         )
-        change_set = typed_change_set(self.actions, shape, self.loaded_at).toArrow()
-        mark = D.schema_mark(self.engine, table.uri)
-        add_columns = self.source.auto_add_columns and (mark is None or _newest(change_set) > mark)
+        change_set = typed_change_set(actions, shape, self.loaded_at).toArrow()
+        change_set = self._as_of_schema(table.uri, shape, actions, change_set)
+        add_columns = self.source.auto_add_columns
         result = apply_change_set(self.engine, table, change_set, self.loaded_at, self.retention, add_columns)
         version = self.engine.version(table.uri)
         if result.schema_changes:
@@ -318,6 +342,63 @@ class _Batch:
         if result.schema_changes or result.rejections:
             counts |= {"widened_columns": len(result.schema_changes), "rejected": len(result.rejections)}
         return {"actions": change_set.num_rows, **counts}
+
+    def _as_of_schema(self, uri: str, shape: TableShape, actions: DataFrame, change_set: pa.Table) -> pa.Table:
+        """A change older than the table's last DDL is read against the schema as it was then: a column the
+        table lacks is added (under `auto_add_columns`) only when a change newer than that DDL declares it,
+        and older changes never give it a value; so a re-delivered message from before a DROP or RENAME
+        COLUMN cannot bring the old column back."""
+        mark = D.schema_mark(self.engine, uri)
+        if mark is None:
+            return change_set
+        existing = set(self.engine.schema(uri).names)
+        missing = [name for name, _ in shape.columns if name not in existing and name in change_set.column_names]
+        if not missing:
+            return change_set
+        newer = pc.or_(
+            pc.greater(change_set[E.SEQ], pa.scalar(mark[0], change_set.schema.field(E.SEQ).type)),
+            pc.and_(
+                pc.equal(change_set[E.SEQ], pa.scalar(mark[0], change_set.schema.field(E.SEQ).type)),
+                pc.greater(change_set[E.SEQ2], pa.scalar(mark[1], change_set.schema.field(E.SEQ2).type)),
+            ),
+        )
+        declared = _declared_after(actions, shape, mark) if pc.any(newer).as_py() else set()
+        change_set = change_set.drop_columns([name for name in missing if name not in declared])
+        for name in [name for name in missing if name in declared]:
+            column = change_set[name]
+            kept = pc.if_else(newer, column, pa.nulls(change_set.num_rows, column.type))
+            change_set = change_set.set_column(change_set.schema.get_field_index(name), name, kept)
+        return change_set
+
+    def _write_multiset(
+        self,
+        location: D.TableLocation,
+        identity: TableId,
+        shape: TableShape | None,
+        segment: int,
+        events: list[DdlEvent],
+        recount: bool,
+    ) -> dict[str, int]:
+        """Write segment `segment` of a keyless table with DDL in the batch: the counts of its contents up to
+        the next DDL still to perform, with every image read as the table's schema now has the row; after a
+        column rename or drop (`recount`), every content is counted again and replaces the table's rows."""
+        uri = self.lake.child(location.silver_key())
+        exists = self.engine.exists(uri)
+        mark = D.schema_mark(self.engine, uri) if exists else None
+        bound = next((e.position for e in events[segment:] if _changes_schema(e, mark)), None)
+        performed = [(e.position, op) for e in events[:segment] if e.status == D.APPLIED for op in _renames_or_drops(e)]
+        actions = self.multisets.segment(identity, segment, bound, performed, uri if exists else None, recount)
+        columns = dict(shape.columns) if shape else {}
+        if exists:  # every column the table has, so that recounted rows keep their values
+            current = {
+                f.name: spark_type_of_arrow(f.type) for f in self.engine.schema(uri) if f.name not in E.METADATA_COLUMNS
+            }
+            columns = {**current, **{n: t for n, t in columns.items() if n not in current}}
+        columns = {n: t for n, t in columns.items() if n not in multiset.KEY}
+        shape = TableShape(identity[0], identity[1], [*columns.items(), *multiset.COLUMNS], multiset.KEY, segment)
+        if recount and exists:
+            self.engine.delete_where(uri, f"{quote(multiset.ROW_ID)} IS NOT NULL", self.commit_info)
+        return self._write_segment(location, shape, actions)
 
     def _perform(self, location: D.TableLocation, event: DdlEvent) -> None:
         """Perform one DDL message under the source's policy; its outcome goes to the schema history."""
@@ -343,11 +424,87 @@ class _Batch:
 log = logging.getLogger(__name__)
 
 
-def _newest(change_set: pa.Table) -> tuple[Decimal, Decimal]:
-    if change_set.num_rows == 0:
-        return (Decimal(-(10**37)), Decimal(0))
-    newest = change_set.sort_by([(E.SEQ, "descending"), (E.SEQ2, "descending")]).slice(0, 1).to_pylist()[0]
-    return (newest[E.SEQ], newest[E.SEQ2])
+def _declared_after(actions: DataFrame, shape: TableShape, mark: tuple[Decimal, Decimal]) -> set[str]:
+    """The columns that the segment's changes newer than `mark` carry."""
+    selected = (F.col("db") == shape.db) & (F.col("table") == shape.table) & (F.col("segment") == shape.segment)
+    seq, seq2 = F.col("seq").cast(C.SEQ_TYPE), F.col("seq2").cast(C.SEQ_TYPE)
+    first, second = F.lit(mark[0]).cast(C.SEQ_TYPE), F.lit(mark[1]).cast(C.SEQ_TYPE)
+    newer = (seq > first) | ((seq == first) & (seq2 > second))
+    names = actions.where(selected & newer).select(F.explode(F.map_keys("image")).alias("name")).distinct()
+    return {r["name"] for r in names.collect()}
+
+
+def _renames_or_drops(event: DdlEvent) -> list[S.Operation]:
+    """The column renames and drops of a performed DDL message (none when it was skipped or changed nothing)."""
+    if event.status != D.APPLIED or not isinstance(event.statement, S.Statement):
+        return []
+    return renames_or_drops(event.statement.operations)
+
+
+def _changes_schema(event: DdlEvent, mark: tuple[Decimal, Decimal] | None) -> bool:
+    """Whether a DDL message still to perform can change the table: parsed, not only no-ops, newer than `mark`."""
+    statement = event.statement
+    if not isinstance(statement, S.Statement) or all(isinstance(op, S.NoOp) for op in statement.operations):
+        return False
+    return event.seq is not None and (mark is None or event.position[:2] > mark)
+
+
+class _Multisets:
+    """The keyless tables' side of a batch: the change log (read once, when first needed), the column renames
+    and drops applied so far, and the counted actions of one table segment around the batch's DDL."""
+
+    def __init__(self, engine, lake, source: SourceConfig, data: DataFrame, log, moves, identities) -> None:
+        self.engine, self.lake, self.source, self.data = engine, lake, source, data
+        self._log, self.moves, self.identities = log, moves, identities
+        self._history: DataFrame | None = None
+        self._changes: dict[TableId, list[ColumnChange]] | None = None
+
+    def history(self) -> DataFrame:
+        if self._history is None:
+            log_rows = with_moves(self._log().where(F.col("kind") == C.DATA), self.moves)
+            self._history = with_identities(log_rows, self.identities)
+        return self._history
+
+    def column_changes(self) -> dict[TableId, list[ColumnChange]]:
+        if self._changes is None:
+            self._changes = applied_changes(
+                self.engine, self.lake, self.source.name, self.source.source_dialect, self.moves, self.identities
+            )
+        return self._changes
+
+    def segment(
+        self,
+        identity: TableId,
+        segment: int,
+        bound: tuple | None,
+        performed: list[ColumnChange],
+        uri: str | None,
+        recount: bool,
+    ) -> DataFrame:
+        """The counted actions of one keyless table segment: the contents its changes touch (all contents when
+        `recount`), counted over the log since the table's truncation and before `bound` (the next DDL to
+        perform), images read through the renames and drops applied so far and `performed` in this batch."""
+        known = {(_sort_key(position), op): (position, op) for position, op in self.column_changes().get(identity, [])}
+        known.update({(_sort_key(position), op): (position, op) for position, op in performed})
+        changes = {identity: list(known.values())}
+        table = (F.col("db") == identity[0]) & (F.col("table") == identity[1])
+        batch_rows = self.data.where(table & (F.col("segment") == segment))
+        history = self.history().where(table)
+        if bound is not None:
+            history = history.where(_position() < _position_literal(bound))
+        since = truncation_mark(self.engine, uri) if uri else None
+        return multiset_actions(
+            read_as_later(batch_rows, changes),
+            read_as_later(history, changes),
+            {identity: segment},
+            {identity: since} if since else {},
+            {identity} if recount else set(),
+        )
+
+
+def _sort_key(position: tuple) -> tuple:
+    seq, seq2, origin_file, origin_line, origin_index = position
+    return (Decimal(seq), Decimal(seq2), origin_file or "", int(origin_line or 0), int(origin_index or 0))
 
 
 def recluster_due(source: SourceConfig, hour: datetime) -> bool:
@@ -405,7 +562,17 @@ def with_segments(data: DataFrame, events_by_table: dict[TableId, list[DdlEvent]
     """Adds `segment`: how many of its table's DDL messages precede the change in the sequence."""
     if not events_by_table:
         return data.withColumn("segment", F.lit(0))
-    position = F.struct(
+    position = _position()
+    boundaries = per_table(
+        {name: F.array(*(_position_literal(e.position) for e in events)) for name, events in events_by_table.items()}
+    )
+    before = F.size(F.filter(boundaries, lambda b: b < position))
+    return data.withColumn("segment", F.when(boundaries.isNull(), F.lit(0)).otherwise(before))
+
+
+def _position() -> Column:
+    """A change's place in its table's sequence, comparable with `_position_literal`."""
+    return F.struct(
         F.col("seq").cast(C.SEQ_TYPE),
         F.col("seq2").cast(C.SEQ_TYPE),
         "origin_file",
@@ -413,18 +580,16 @@ def with_segments(data: DataFrame, events_by_table: dict[TableId, list[DdlEvent]
         F.col("origin_index").cast("int"),
     )
 
-    def literal(event: DdlEvent) -> Column:
-        return F.struct(
-            F.lit(event.seq).cast(C.SEQ_TYPE),
-            F.lit(event.seq2).cast(C.SEQ_TYPE),
-            F.lit(event.origin_file),
-            F.lit(event.origin_line).cast("long"),
-            F.lit(event.origin_index).cast("int"),
-        )
 
-    boundaries = per_table({name: F.array(*map(literal, events)) for name, events in events_by_table.items()})
-    before = F.size(F.filter(boundaries, lambda b: b < position))
-    return data.withColumn("segment", F.when(boundaries.isNull(), F.lit(0)).otherwise(before))
+def _position_literal(position: tuple) -> Column:
+    seq, seq2, origin_file, origin_line, origin_index = position
+    return F.struct(
+        F.lit(seq).cast(C.SEQ_TYPE),
+        F.lit(seq2).cast(C.SEQ_TYPE),
+        F.lit(origin_file),
+        F.lit(origin_line).cast("long"),
+        F.lit(origin_index).cast("int"),
+    )
 
 
 def silver_uri(lake: Store, source: str, shape: TableShape) -> str:
@@ -437,11 +602,9 @@ def _among(shapes: list[TableShape]) -> Column:
 
 
 def _multiset_shapes(shapes: list[TableShape]) -> list[TableShape]:
-    """Keyless tables as multisets (`lakeloader.multiset`), keyed by content and occurrence: one shape per
-    table with the columns of all its segments, in its first segment. A multiset's actions are its contents'
-    counts after the whole batch, written before the batch's DDL so that the table exists when a TRUNCATE
-    comes (and records its mark); they survive it, being newer (their rows' ordering key is their content's
-    last change since the truncation)."""
+    """Keyless tables without DDL in the batch as multisets (`lakeloader.multiset`), keyed by content and
+    occurrence: one shape per table, its actions the contents' counts after the whole batch. (A keyless table
+    with DDL in the batch is written segment by segment around it: `_multiset_segment`, `_Batch`.)"""
     tables: dict[TableId, list[TableShape]] = {}
     for shape in sorted(shapes, key=lambda s: s.segment):
         tables.setdefault((shape.db, shape.table), []).append(shape)
@@ -455,6 +618,12 @@ def _multiset_shapes(shapes: list[TableShape]) -> list[TableShape]:
         columns_in_order = [(name, columns[name]) for name in order if name not in multiset.KEY]
         merged.append(replace(segments[0], columns=columns_in_order + multiset.COLUMNS, key=multiset.KEY))
     return merged
+
+
+def _multiset_segment(shape: TableShape) -> TableShape:
+    """One segment of a keyless table with DDL in the batch, as a multiset shape."""
+    columns = [c for c in shape.columns if c[0] not in multiset.KEY]
+    return replace(shape, columns=columns + multiset.COLUMNS, key=multiset.KEY)
 
 
 def _truncations(

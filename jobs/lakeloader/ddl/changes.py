@@ -76,12 +76,51 @@ def perform(
     mark = schema_mark(engine, uri)
     if mark is not None and order <= mark:
         return Outcome(SKIPPED, "not newer than the last DDL applied to this table")
+    _check(engine, uri, statement.operations)  # every operation can be performed, or none is
     outcomes = [_perform(engine, lake, location, op, order, commit_info) for op in statement.operations]
     uri = lake.child(location.silver_key())
     if any(o.status == APPLIED for o in outcomes) and engine.exists(uri):
         engine.set_properties(uri, {SCHEMA_SEQ_PROPERTY: json.dumps([str(v) for v in order])}, commit_info)
     status = APPLIED if any(o.status == APPLIED for o in outcomes) else NO_OP
     return Outcome(status, "; ".join(o.detail for o in outcomes))
+
+
+def _check(engine: TableEngine, uri: str, operations: tuple[S.Operation, ...]) -> None:
+    """Raise UnsupportedOperation, naming the operation, if one of the statement's column operations cannot be
+    performed on the table's schema as the operations before it leave it; so a multi-clause ALTER TABLE is
+    performed entirely or goes to the DDL policy entirely."""
+    if not engine.exists(uri):
+        return
+    columns = {f.name: spark_type_of_arrow(f.type) for f in engine.schema(uri)}
+    key = json.loads(engine.properties(uri).get(KEY_PROPERTY, "[]"))
+
+    def rename(old: str, new: str) -> None:
+        if old in columns and new in columns and old != new:
+            raise UnsupportedOperation(f"renaming {old} to {new}, which exists")
+        if old in columns:
+            columns[new] = columns.pop(old)
+            key[:] = [new if k == old else k for k in key]
+
+    for op in operations:
+        if isinstance(op, S.AddColumns):
+            columns.update({c.name: c.spark_type for c in op.columns if c.name not in columns})
+        elif isinstance(op, S.DropColumns):
+            if set(op.names) & set(key) & set(columns):
+                raise UnsupportedOperation(f"dropping primary-key column(s) {sorted(set(op.names) & set(key))}")
+            for name in op.names:
+                columns.pop(name, None)
+        elif isinstance(op, S.RenameColumn):
+            rename(op.old, op.new)
+        elif isinstance(op, S.ChangeColumnType):
+            if op.old:
+                rename(op.old, op.name)
+            old_type = columns.get(op.name)
+            if old_type is not None and old_type != op.spark_type and not is_widening(old_type, op.spark_type):
+                raise UnsupportedOperation(
+                    f"type change of {op.name} from {old_type} to {op.spark_type} is not a widening"
+                )
+            if old_type is not None:
+                columns[op.name] = op.spark_type
 
 
 def _perform(
@@ -100,6 +139,16 @@ def _perform(
             fields += [pa.field(name, arrow_type(spark_type)) for name, spark_type in multiset.COLUMNS]
         engine.create(uri, pa.schema([*fields, *E.METADATA_FIELDS]), {KEY_PROPERTY: json.dumps(key)}, info)
         return Outcome(APPLIED, f"created with {len(fields)} columns, key {key}")
+    if isinstance(op, S.CreateTableLike):
+        if exists:
+            return Outcome(NO_OP, "table exists")
+        like = TableLocation(location.source, op.like.db or location.db, op.like.table)
+        like_uri = lake.child(like.silver_key())
+        if not engine.exists(like_uri):
+            return Outcome(NO_OP, f"{like.db}.{like.table} not loaded: the table is created by its first changes")
+        key = engine.properties(like_uri).get(KEY_PROPERTY, "[]")
+        engine.create(uri, engine.schema(like_uri), {KEY_PROPERTY: key}, info)
+        return Outcome(APPLIED, f"created with the columns and key of {like.db}.{like.table}")
     if isinstance(op, S.TruncateTable):
         if not exists:
             return Outcome(NO_OP, "table not loaded yet")

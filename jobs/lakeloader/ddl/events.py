@@ -55,36 +55,42 @@ def ddl_events(bronze: DataFrame, dialect: str) -> list[DdlEvent]:
     )
     events = []
     for r in rows:
-        statement = _statement(r["ddl"], r["raw_op"], r["db"], r["table"], dialect)
-        db, table = r["db"], r["table"]
-        if isinstance(statement, S.Statement) and statement.table is not None:
-            db, table = statement.table.db or db, statement.table.table
-        if db is None or table is None:
-            if isinstance(statement, S.Statement) and all(isinstance(op, S.NoOp) for op in statement.operations):
-                db, table = db or "", table or ""  # a database-level no-op (CREATE DATABASE, GRANT, ...)
-            else:
-                statement = S.Unsupported("the statement names no table and the message has none")
-                db, table = db or "", table or ""
-        if r["seq"] is None and isinstance(statement, S.Statement):
-            statement = S.Unsupported("DDL message without an ordering key")
-        events.append(
-            DdlEvent(
-                db,
-                table,
-                r["seq"],
-                r["seq2"],
-                r["origin_file"],
-                r["origin_line"],
-                r["origin_index"],
-                r["raw_op"],
-                r["ddl"],
-                statement,
-            )
-        )
+        parsed = _statement(r["ddl"], r["raw_op"], r["db"], r["table"], dialect)
+        # a statement on several tables (DROP TABLE a, b) is one event per table, in the statement's order
+        for statement in parsed.statements if isinstance(parsed, S.Statements) else (parsed,):
+            events.append(_event(r, statement))
     return sorted(events, key=lambda e: (e.seq is None, e.position if e.seq is not None else ()))
 
 
-def _statement(text: str | None, raw_op: str | None, db: str | None, table: str | None, dialect: str):
+def _event(r, statement: S.Statement | S.Unsupported) -> DdlEvent:
+    """The event of one statement of a DDL message row, attributed to the table the statement names (else
+    the message's table)."""
+    db, table = r["db"], r["table"]
+    if isinstance(statement, S.Statement) and statement.table is not None:
+        db, table = statement.table.db or db, statement.table.table
+    if db is None or table is None:
+        if isinstance(statement, S.Statement) and all(isinstance(op, S.NoOp) for op in statement.operations):
+            db, table = db or "", table or ""  # a database-level no-op (CREATE DATABASE, GRANT, ...)
+        else:
+            statement = S.Unsupported("the statement names no table and the message has none")
+            db, table = db or "", table or ""
+    if r["seq"] is None and isinstance(statement, S.Statement):
+        statement = S.Unsupported("DDL message without an ordering key")
+    return DdlEvent(
+        db,
+        table,
+        r["seq"],
+        r["seq2"],
+        r["origin_file"],
+        r["origin_line"],
+        r["origin_index"],
+        r["raw_op"],
+        r["ddl"],
+        statement,
+    )
+
+
+def _statement(text: str | None, raw_op: str | None, db: str | None, table: str | None, dialect: str) -> S.Parsed:
     if text and text.strip():
         return S.parse_ddl(text, dialect)
     if raw_op == C.TRUNCATE and table:
