@@ -49,7 +49,7 @@ from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.multiset import multiset_actions
-from lakeloader.ordering import TableShape, key_actions, table_shapes
+from lakeloader.ordering import POSITION, TableShape, change_counts, key_actions, table_shapes, with_order
 from lakeloader.silver import SilverTable, apply_change_set, recorded_key, truncation_mark
 from lakeloader.storage import Store, delta_storage_options, open_store, spark_path
 
@@ -85,6 +85,7 @@ def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime)
         F.col("event_time").alias(E.EVENT_TIME),
         F.col("origin_file").alias(E.SOURCE_FILE),
         F.col("origin_line").alias(E.SOURCE_LINE),
+        F.col(POSITION).alias(E.POSITION),
         F.lit(loaded_at).cast("timestamp").alias(E.LOADED_AT),
         E.ACTION,
         F.col("rank").cast("int").alias(E.RANK),
@@ -134,22 +135,27 @@ def apply_changes(
     loaded_at = datetime.now(UTC).replace(microsecond=0)
     commit_info = {"lakeloader.source": source.name, "lakeloader.step": "apply", **commit_info}
     events = [e for e in ddl_events(bronze, source.source_dialect) if source.includes(e.db, e.table)]
+    if source.lower_case_table_names:  # the table a statement names, as the data names it (parse folds those)
+        for event in events:
+            event.db, event.table = event.db.lower(), event.table.lower()
     moves = read_moves(lake, source.name)  # renames and drops already performed (by earlier or later hours)
     fresh = [e for e in events if resolve((e.db, e.table), e.position[:2], moves) == (e.db, e.table)]
     identities = renamed_identities(fresh)
     events_by_table = _events_by_table(events, identities, moves)
     data = bronze.where(F.col("kind") == C.DATA)
     data = with_segments(with_identities(with_moves(data, moves), identities), events_by_table)
-    configured = {name: list(key) for name, key in source.primary_keys.items()}
+    data = with_order(data, source.format)
+    configured = {source.table_name(name): list(key) for name, key in source.primary_keys.items()}
     shapes = [_keyed(engine, lake, source.name, shape, configured) for shape in table_shapes(data, configured)]
     keyed, keyless = [s for s in shapes if s.key], _multiset_shapes([s for s in shapes if not s.key])
     shapes = keyed + keyless
-    changes_per_table = {(r["db"], r["table"]): r["count"] for r in data.groupBy("db", "table").count().collect()}
+    counts_per_table = change_counts(data)
     actions = None
     if keyed:
         actions = key_actions(data.where(~_among(keyless)), keyed)
     if keyless:
         history = with_identities(with_moves(log().where(F.col("kind") == C.DATA), moves), identities)
+        history = with_order(history, source.format)
         since, truncated = _truncations(engine, lake, source.name, keyless, events_by_table)
         segments = {(s.db, s.table): s.segment for s in keyless}
         counted = multiset_actions(data.where(_among(keyless)), history, segments, since, truncated)
@@ -162,7 +168,8 @@ def apply_changes(
         for db, table in sorted({(s.db, s.table) for s in shapes} | set(events_by_table)):
             segments = {s.segment: s for s in shapes if (s.db, s.table) == (db, table)}
             counts = writer.apply_table(db, table, segments, events_by_table.get((db, table), []))
-            tables[f"{db}.{table}"] = {"changes": changes_per_table.get((db, table), 0), **counts}
+            changes, duplicates = counts_per_table.get((db, table), (0, 0))
+            tables[f"{db}.{table}"] = {"changes": changes, "duplicates": duplicates, **counts}
     finally:
         if actions is not None:
             actions.unpersist()

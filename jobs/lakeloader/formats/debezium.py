@@ -57,6 +57,7 @@ from lakeloader.formats.common import (
     let,
     parse_json,
     qualified,
+    schema_qualified,
     timestamp_text,
     with_canonical_images,
 )
@@ -265,7 +266,7 @@ def parse_event(
     op, origin = payload["op"], payload["source"]
     kind = OPS.kind(op)
     changed_at = F.coalesce(origin["ts_ms"], payload["ts_ms"])
-    db, table = origin["db"], origin["table"]
+    db, table = schema_qualified(origin["db"], origin["schema"], source.unqualified_schemas), origin["table"]
     frame = frame.select(
         *line_columns,
         "envelope_error",

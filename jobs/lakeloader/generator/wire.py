@@ -95,10 +95,14 @@ class Change:
     seq: int  # position in the source's true order (positive, unique)
     before: Row | None = None
     after: Row | None = None
+    # the source clock (seconds after BASE) when several changes share a reading, so that a format ordered by
+    # a clock (Canal `es` and `id`, Debezium `ts_ms`, DataWorks 2.0 `eventTime`) sends equal ordering keys;
+    # formats with a sequence per change still send `seq`. None: `seq`.
+    tick: int | None = None
 
     @property
     def at(self) -> datetime:
-        return BASE + timedelta(seconds=self.seq)
+        return BASE + timedelta(seconds=self.seq if self.tick is None else self.tick)
 
     @property
     def millis(self) -> int:
@@ -401,7 +405,7 @@ def canal_json(change: Change) -> list[str]:
         "isDdl": change.op == TRUNCATE,
         "es": change.millis,
         "ts": change.millis + 300,
-        "id": change.seq,
+        "id": change.seq if change.tick is None else change.tick,
         "pkNames": list(change.table.key) or None,
         "mysqlType": _declared(CANAL, change.table),
         "sql": change.ddl if change.op == TRUNCATE else "",
