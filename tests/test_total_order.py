@@ -4,9 +4,19 @@ envelopes, re-deliveries counted once, keyless tables ordered by export position
 from __future__ import annotations
 
 import gzip
+import json
 from datetime import timedelta
 
-from format_support import parse_files, report, run, silver_rows, source_for, write_export, write_export_file
+from format_support import (
+    parse_files,
+    parse_lines,
+    report,
+    run,
+    silver_rows,
+    source_for,
+    write_export,
+    write_export_file,
+)
 
 from lakeloader.generator import layouts, wire
 
@@ -107,3 +117,12 @@ def test_keyless_update_then_delete_in_one_second_and_identical_changes_count_by
     )  # ... and earlier
     run(spark, source, [H5, H7, H6, H5])
     assert silver_rows(source, wire.DB, EVENTS.name) == [row(1, "a")]
+
+
+def test_oms_debezium_pos_orders_changes_of_one_millisecond_by_its_binlog_offset(spark, tmp_path):
+    def event(pos: str) -> str:
+        origin = {"name": "OMS", "ts_ms": 1668496109000, "db": "shop", "table": "items", "pos": pos}
+        return json.dumps({"payload": {"op": "c", "after": {"id": 1}, "source": origin}})
+
+    rows = parse_lines(spark, source_for("debezium_json"), tmp_path, [event("553132@1668496109"), event("17")])
+    assert [(r["seq"], r["seq2"]) for r in rows] == [(1668496109000, 553132), (1668496109000, 17)]
