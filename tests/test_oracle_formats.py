@@ -410,3 +410,58 @@ def _replayed(changes: list[wire.Change]) -> Model:
             if change.after is not None:
                 model.events[tuple(change.after[c] for c in ("id", "name", "qty"))] += 1
     return model
+
+
+def _recased(rng: random.Random, line: str) -> str:
+    """A Canal message naming its table (also in a DDL statement) and key columns in a random case."""
+    message = json.loads(line)
+    name = message["table"]
+    spelled = rng.choice([name, name.upper(), name.title()])
+    message["table"] = spelled
+    message["sql"] = (message.get("sql") or "").replace(f"`{name}`", f"`{spelled}`")
+    if message.get("pkNames"):
+        message["pkNames"] = [rng.choice([k, k.upper()]) for k in message["pkNames"]]
+    return json.dumps(message)
+
+
+def test_mixed_case_names_with_case_insensitive_table_names_load_to_one_table_each(spark, tmp_path):
+    """Canal messages spelling `items`, its key and its TRUNCATE statements in any case: one table each."""
+    rng = random.Random("mixed-case")
+    tables = (wire.ITEMS, wire.EVENTS)
+    changes, model = stream(rng, tables, truncates=True)
+    source = source_for("canal_json", tmp_path, lower_case_table_names=True)
+    lines = [(change.table, _recased(rng, line)) for change in changes for line in wire.canal_json(change)]
+    for i, hour in enumerate(HOURS):
+        write_export(source, f"part-{hour:%H}.json", [line for _, line in lines[i::3]], hour)
+
+    run(spark, source, rng.sample(HOURS, 3))
+
+    assert_equal_to_model(source, tables, model)
+    assert sorted(p.name for p in (Path(source.lake_root) / "silver" / source.name / wire.DB).iterdir()) == [
+        "events",
+        "items",
+    ]
+
+
+PUBLIC_ITEMS, SALES_ITEMS = (dataclasses.replace(wire.ITEMS, schema=schema) for schema in ("public", "sales"))
+
+
+def test_tables_of_one_name_in_two_schemas_load_apart(spark, tmp_path):
+    """Debezium JSON from PostgreSQL: `items` in schemas `public` and `sales` of one database, shuffled together
+    over three hours: two tables, `shop.items` and `shop.sales.items`, each equal to its own model."""
+    rng = random.Random("schemas")
+    public, public_model = stream(rng, (wire.ITEMS,), truncates=False)
+    public = [dataclasses.replace(change, table=PUBLIC_ITEMS) for change in public]
+    sales, sales_model = stream(rng, (wire.ITEMS,), truncates=False)
+    sales = [dataclasses.replace(change, table=SALES_ITEMS, seq=change.seq + 1000) for change in sales]
+    source = source_for("debezium_json", tmp_path, **wire.settings("debezium_json", (wire.ITEMS, SALES_ITEMS)))
+    lines = [line for change in public + sales for line in wire.debezium_json(change)]
+    rng.shuffle(lines)
+    for i, hour in enumerate(HOURS):
+        write_export(source, f"part-{hour:%H}.json", lines[i::3], hour)
+
+    run(spark, source, rng.sample(HOURS, 3))
+
+    for table, model in ((wire.ITEMS, public_model), (SALES_ITEMS, sales_model)):
+        loaded = silver_rows(source, table.db, table.name)
+        assert sorted(_text(row) for row in loaded) == sorted(_text(row) for row in model.rows(table))

@@ -72,6 +72,9 @@ class Table:
     name: str
     key: tuple[str, ...]  # empty: the table has no primary key (a multiset of rows)
     columns: Columns = PLAIN_COLUMNS
+    # the schema within the database, for formats that send one (Debezium `source.schema`): any but `public`
+    # is part of the table's name in the lake, 'shop.<schema>.<table>' (README, "Configuration")
+    schema: str | None = None
 
     @property
     def spec(self) -> dw.TableSpec:
@@ -79,8 +82,13 @@ class Table:
         return dw.TableSpec(DB, self.name, columns, self.key or None)
 
     @property
+    def db(self) -> str:
+        """The table's database as the lake names it."""
+        return DB if self.schema in (None, "public") else f"{DB}.{self.schema}"
+
+    @property
     def qualified(self) -> str:
-        return f"{DB}.{self.name}"
+        return f"{self.db}.{self.name}"
 
 
 ITEMS = Table("items", ("id",))
@@ -428,6 +436,8 @@ def shareplex_json(change: Change) -> list[str]:
 
 def _debezium_payload(change: Change) -> dict:
     origin = {"connector": "mysql", "name": "server1", "ts_ms": change.millis, "db": DB, "table": change.table.name}
+    if change.table.schema is not None:
+        origin |= {"connector": "postgresql", "schema": change.table.schema}
     op = {INSERT: "c", UPDATE: "u", DELETE: "d", TRUNCATE: "t"}[change.op]
     before, after = (DEBEZIUM.image(change.table, row) for row in (change.before, change.after))
     return {"op": op, "before": before, "after": after, "source": origin, "ts_ms": change.millis + 5}
