@@ -3,10 +3,13 @@
 model in true order, written in each format, shuffled over three hours' files with re-deliveries where the
 format's ordering key allows it, loaded in a random hour order and rerun: silver equals the model. A second
 stream over a table of every column kind (wire.TYPED) must load to exactly the model's Python values, with
-the Arrow types each format's type declarations (or its configured `column_types`) give."""
+the Arrow types each format's type declarations (or its configured `column_types`) give. A property test
+(hypothesis) loads streams whose clocks tie, delivered with their offsets in random hours and re-delivered
+1-3 hours late or early, in a random hour order (docs/semantics.md, "The total order")."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from collections import Counter
@@ -16,10 +19,13 @@ from pathlib import Path
 
 import pytest
 from format_support import run, silver_rows, silver_schema, source_for, write_export, write_export_file
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from lakeloader import zones
 from lakeloader.config import SourceConfig
 from lakeloader.generator import layouts, wire
+from lakeloader.ordering import SEQUENCE_IDENTIFIES
 
 HOURS = [wire.BASE + timedelta(hours=h) for h in range(3)]
 
@@ -273,7 +279,10 @@ def export_shuffled(
         by_hour = {hour: messages[i * third : (i + 1) * third if i < 2 else None] for i, hour in enumerate(HOURS)}
         order = HOURS  # later hours win: they must hold the later messages
     else:
-        messages += rng.sample(messages, 10)  # delivered twice
+        # delivered twice; without offsets a keyless table's message re-delivered in another file is a new message
+        # unless the format's sequence identifies it (docs/semantics.md, "The total order")
+        redeliverable = [m for m in messages if m[0].key or fmt in SEQUENCE_IDENTIFIES]
+        messages += rng.sample(redeliverable, 10)
         rng.shuffle(messages)
         by_hour = {hour: messages[i::3] for i, hour in enumerate(HOURS)}
         order = rng.sample(HOURS, 3)
@@ -314,7 +323,8 @@ def test_a_random_stream_in_each_export_layout_loads_to_the_model(spark, tmp_pat
             topic = f"{change.table.name}-topic"
             messages.append((change.table, layouts.Positioned(topic, 0, offsets[topic], text)))
             offsets[topic] += 1
-    messages += rng.sample(messages, 10)  # delivered twice
+    identified = layout.startswith("kcat") or fmt in SEQUENCE_IDENTIFIES  # else only keyed messages re-deliver
+    messages += rng.sample([m for m in messages if m[0].key or identified], 10)  # delivered twice
     rng.shuffle(messages)
     by_hour = {hour: messages[i::3] for i, hour in enumerate(HOURS)}
     framing = {"kcat": {"export_layout": "kcat"}, "concatenated": {"export_layout": "concatenated"}}
@@ -357,3 +367,143 @@ def _text(row: dict) -> str:
 
 def _exists(source: SourceConfig, table: wire.Table) -> bool:
     return (Path(source.lake_root) / zones.silver_table_dir(source.name, wire.DB, table.name)).exists()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Ties, re-deliveries and delivery order (docs/semantics.md, "The total order")
+# --------------------------------------------------------------------------------------------------------------
+
+
+def tied(rng: random.Random, changes: list[wire.Change]) -> list[wire.Change]:
+    """The changes with the source clock shared by runs of consecutive changes, so that a format ordered by a
+    clock sends equal ordering keys within and across hours: an update and then a delete of its row in one run
+    is a same-second update-then-delete, two equal inserts into the keyless table identical genuine changes."""
+    result, tick = [], 0
+    for change in changes:
+        if rng.random() < 0.4:
+            tick = change.seq
+        result.append(dataclasses.replace(change, tick=tick))
+    return result
+
+
+def positioned(fmt: str, changes: list[wire.Change]) -> list[layouts.Positioned]:
+    """Each change's messages at its topic's next offsets, in true order."""
+    offsets: Counter = Counter()
+    messages = []
+    for change in changes:
+        for text in wire.WRITERS[fmt](change):
+            topic = f"{change.table.name}-topic"
+            messages.append(layouts.Positioned(topic, 0, offsets[topic], text))
+            offsets[topic] += 1
+    return messages
+
+
+DELIVERY_HOURS = [wire.BASE + timedelta(hours=h) for h in range(4)]
+
+
+@settings(
+    max_examples=1,  # plus the explicit examples: each loads four hours and one again (about 30 s)
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    fmt=st.sampled_from(["canal_json", "debezium_json", "debezium_smt"]),
+    layout=st.sampled_from(["kcat", "offset_names"]),
+    seed=st.integers(min_value=0, max_value=2**16),
+)
+@example(fmt="debezium_smt", layout="offset_names", seed=1)
+@example(fmt="debezium_json", layout="kcat", seed=2)
+def test_ties_and_redeliveries_in_any_delivery_and_hour_order_load_to_the_model(
+    spark, tmp_path_factory, fmt, layout, seed
+):
+    """Equal clocks in runs of changes (Canal `es`/`id`, Debezium `ts_ms`; DebeziumSmt has none), delivered with
+    their offsets (kcat envelopes or offset-named files) in a random hour each, some re-delivered 1-3 hours
+    later or earlier, the hours loaded in a random order and one of them again: the tables equal the model."""
+    rng = random.Random(seed)
+    tables = (wire.ITEMS,) if fmt == "debezium_smt" else (wire.ITEMS, wire.EVENTS)
+    changes, model = stream(rng, tables, truncates=False)
+    changes = tied(rng, changes[:30])
+    model = _replayed(changes)
+    exports = tmp_path_factory.mktemp("ties")
+    framing = {"export_layout": "kcat"} if layout == "kcat" else {}
+    source = source_for(fmt, exports, **wire.settings(fmt, tables), **framing)
+    for delivery in layouts.deliveries(rng, positioned(fmt, changes), len(DELIVERY_HOURS), layout, redelivered=6):
+        write_export_file(source, delivery.name, delivery.content, DELIVERY_HOURS[delivery.hour])
+    order = rng.sample(DELIVERY_HOURS, len(DELIVERY_HOURS))
+
+    run(spark, source, [*order, order[0]])
+
+    assert_equal_to_model(source, tables, model)
+
+
+def _replayed(changes: list[wire.Change]) -> Model:
+    """The model after `changes` (a prefix of a stream), in true order."""
+    model = Model()
+    for change in changes:
+        if change.table.key:
+            if change.before is not None:
+                model.items.pop(change.before["id"], None)
+            if change.after is not None:
+                model.items[change.after["id"]] = change.after
+        else:
+            if change.before is not None:
+                model.events[tuple(change.before[c] for c in ("id", "name", "qty"))] -= 1
+            if change.after is not None:
+                model.events[tuple(change.after[c] for c in ("id", "name", "qty"))] += 1
+    return model
+
+
+def _recased(rng: random.Random, line: str) -> str:
+    """A Canal message naming its table (also in a DDL statement) and key columns in a random case."""
+    message = json.loads(line)
+    name = message["table"]
+    spelled = rng.choice([name, name.upper(), name.title()])
+    message["table"] = spelled
+    message["sql"] = (message.get("sql") or "").replace(f"`{name}`", f"`{spelled}`")
+    if message.get("pkNames"):
+        message["pkNames"] = [rng.choice([k, k.upper()]) for k in message["pkNames"]]
+    return json.dumps(message)
+
+
+def test_mixed_case_names_with_case_insensitive_table_names_load_to_one_table_each(spark, tmp_path):
+    """Canal messages spelling `items`, its key and its TRUNCATE statements in any case: one table each."""
+    rng = random.Random("mixed-case")
+    tables = (wire.ITEMS, wire.EVENTS)
+    changes, model = stream(rng, tables, truncates=True)
+    source = source_for("canal_json", tmp_path, lower_case_table_names=True)
+    lines = [(change.table, _recased(rng, line)) for change in changes for line in wire.canal_json(change)]
+    for i, hour in enumerate(HOURS):
+        write_export(source, f"part-{hour:%H}.json", [line for _, line in lines[i::3]], hour)
+
+    run(spark, source, rng.sample(HOURS, 3))
+
+    assert_equal_to_model(source, tables, model)
+    assert sorted(p.name for p in (Path(source.lake_root) / "silver" / source.name / wire.DB).iterdir()) == [
+        "events",
+        "items",
+    ]
+
+
+PUBLIC_ITEMS, SALES_ITEMS = (dataclasses.replace(wire.ITEMS, schema=schema) for schema in ("public", "sales"))
+
+
+def test_tables_of_one_name_in_two_schemas_load_apart(spark, tmp_path):
+    """Debezium JSON from PostgreSQL: `items` in schemas `public` and `sales` of one database, shuffled together
+    over three hours: two tables, `shop.items` and `shop.sales.items`, each equal to its own model."""
+    rng = random.Random("schemas")
+    public, public_model = stream(rng, (wire.ITEMS,), truncates=False)
+    public = [dataclasses.replace(change, table=PUBLIC_ITEMS) for change in public]
+    sales, sales_model = stream(rng, (wire.ITEMS,), truncates=False)
+    sales = [dataclasses.replace(change, table=SALES_ITEMS, seq=change.seq + 1000) for change in sales]
+    source = source_for("debezium_json", tmp_path, **wire.settings("debezium_json", (wire.ITEMS, SALES_ITEMS)))
+    lines = [line for change in public + sales for line in wire.debezium_json(change)]
+    rng.shuffle(lines)
+    for i, hour in enumerate(HOURS):
+        write_export(source, f"part-{hour:%H}.json", lines[i::3], hour)
+
+    run(spark, source, rng.sample(HOURS, 3))
+
+    for table, model in ((wire.ITEMS, public_model), (SALES_ITEMS, sales_model)):
+        loaded = silver_rows(source, table.db, table.name)
+        assert sorted(_text(row) for row in loaded) == sorted(_text(row) for row in model.rows(table))

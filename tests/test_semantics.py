@@ -140,6 +140,7 @@ def change_set(rows: list[dict]) -> pa.Table:
         E.EVENT_TIME: None,
         E.SOURCE_FILE: "f",
         E.SOURCE_LINE: 1,
+        E.POSITION: None,
         E.LOADED_AT: datetime(2026, 11, 21, tzinfo=UTC),
         E.RANK: 1,
         E.PARTIAL: False,
@@ -156,6 +157,7 @@ def change_set(rows: list[dict]) -> pa.Table:
             (E.EVENT_TIME, pa.timestamp("us", tz="UTC")),
             (E.SOURCE_FILE, pa.string()),
             (E.SOURCE_LINE, pa.int64()),
+            (E.POSITION, pa.string()),
             (E.LOADED_AT, pa.timestamp("us", tz="UTC")),
             (E.ACTION, pa.string()),
             (E.RANK, pa.int32()),
@@ -249,3 +251,30 @@ def test_random_streams_in_shuffled_hours_equal_the_model(spark, tmp_path_factor
     order = rng.sample(hours, 3)
     (result,) = load_in_orders(spark, tmp_path, files, [[*order, *order]])
     assert result == sorted((r["id"], r["name"], r["qty"]) for r in model.values())
+
+
+def test_tables_and_tombstones_written_before_positions_gain_the_column_and_count_as_oldest(tmp_path):
+    """A silver row and a tombstone without `_cdc_position` (written by an earlier version) lose to a change
+    of equal sequence that has one; the tables get the column on that write."""
+    engine, table = DeltaRsEngine(), writer_table(tmp_path)
+    legacy = change_set(
+        [{"id": 1, "a": "old", E.SEQ: 5, E.ACTION: "upsert"}, {"id": 2, "a": "gone", E.SEQ: 5, E.ACTION: "delete"}]
+    ).drop_columns([E.POSITION, E.RANK, E.PARTIAL, E.PRESENT])
+    rows = legacy.filter(pa.compute.equal(legacy[E.ACTION], "upsert"))
+    engine.create(table.uri, rows.drop_columns([E.ACTION]).schema, {}, {})
+    engine.merge(table.uri, rows, ["id"], (E.SEQ, E.SEQ2), {})
+    tombstone = pa.table({"id": [2], E.SEQ: legacy[E.SEQ][1:], E.SEQ2: legacy[E.SEQ2][1:], E.RANK: [1]})
+    tombstone = tombstone.append_column(E.DELETED_AT, pa.array([NOW], pa.timestamp("us", tz="UTC")))
+    engine.create(table.tombstones_uri, tombstone.schema, {}, {})
+    engine.merge(table.tombstones_uri, tombstone.append_column(E.ACTION, pa.array(["upsert"])), ["id"], (E.SEQ,), {})
+
+    later = change_set(
+        [
+            {"id": 1, "a": "new", E.SEQ: 5, E.POSITION: "1f2026-11-21T06.66.1.0", E.ACTION: "upsert"},
+            {"id": 2, "a": "back", E.SEQ: 5, E.POSITION: "1f2026-11-21T06.66.2.0", E.ACTION: "upsert"},
+        ]
+    )
+    result = apply_change_set(engine, table, later, NOW, timedelta(hours=1))
+
+    assert (result.stale_upserts, table_rows(table)) == (0, [(1, "new", None), (2, "back", None)])
+    assert E.POSITION in engine.schema(table.uri).names

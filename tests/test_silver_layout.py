@@ -35,6 +35,7 @@ def change_set(keys: list[int], version: int) -> pa.Table:
         E.EVENT_TIME: [LOADED] * n,
         E.SOURCE_FILE: ["f"] * n,
         E.SOURCE_LINE: list(range(n)),
+        E.POSITION: [None] * n,
         E.LOADED_AT: [LOADED] * n,
     }
     table = pa.table(columns, schema=SCHEMA)

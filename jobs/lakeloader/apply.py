@@ -53,7 +53,7 @@ from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
 from lakeloader.engine.deltars import DeltaRsEngine, quote
 from lakeloader.multiset import multiset_actions
-from lakeloader.ordering import TableShape, key_actions, table_shapes
+from lakeloader.ordering import POSITION, TableShape, change_counts, key_actions, table_shapes, with_order
 from lakeloader.silver import (
     SchemaChange,
     SilverTable,
@@ -101,6 +101,7 @@ def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime)
         F.col("event_time").alias(E.EVENT_TIME),
         F.col("origin_file").alias(E.SOURCE_FILE),
         F.col("origin_line").alias(E.SOURCE_LINE),
+        F.col(POSITION).alias(E.POSITION),
         F.lit(loaded_at).cast("timestamp").alias(E.LOADED_AT),
         E.ACTION,
         F.col("rank").cast("int").alias(E.RANK),
@@ -151,13 +152,17 @@ def apply_changes(
     loaded_at = datetime.now(UTC).replace(microsecond=0)
     commit_info = {"lakeloader.source": source.name, "lakeloader.step": "apply", **commit_info}
     events = [e for e in ddl_events(bronze, source.source_dialect) if source.includes(e.db, e.table)]
+    if source.lower_case_table_names:  # the table a statement names, as the data names it (parse folds those)
+        for event in events:
+            event.db, event.table = event.db.lower(), event.table.lower()
     moves = read_moves(lake, source.name)  # renames and drops already performed (by earlier or later hours)
     fresh = [e for e in events if resolve((e.db, e.table), e.position[:2], moves) == (e.db, e.table)]
     identities = renamed_identities(fresh)
     events_by_table = _events_by_table(events, identities, moves)
     data = bronze.where(F.col("kind") == C.DATA)
     data = with_segments(with_identities(with_moves(data, moves), identities), events_by_table)
-    configured = {name: list(key) for name, key in source.primary_keys.items()}
+    data = with_order(data, source.format)
+    configured = {source.table_name(name): list(key) for name, key in source.primary_keys.items()}
     shapes = [_keyed(engine, lake, source.name, shape, configured) for shape in table_shapes(data, configured)]
     keyed = [s for s in shapes if s.key]
     # keyless tables: counted once for the batch, or segment by segment around the batch's DDL (`_Multisets`)
@@ -165,7 +170,7 @@ def apply_changes(
     around_ddl = [_multiset_segment(s) for s in shapes if not s.key and (s.db, s.table) in events_by_table]
     keyless = counted_once + around_ddl
     shapes = keyed + keyless
-    changes_per_table = {(r["db"], r["table"]): r["count"] for r in data.groupBy("db", "table").count().collect()}
+    counts_per_table = change_counts(data)
     multisets = _Multisets(engine, lake, source, data, log, moves, identities)
     actions = None
     if keyed:
@@ -186,7 +191,8 @@ def apply_changes(
         for db, table in sorted({(s.db, s.table) for s in shapes} | set(events_by_table)):
             segments = {s.segment: s for s in shapes if (s.db, s.table) == (db, table)}
             counts = writer.apply_table(db, table, segments, events_by_table.get((db, table), []))
-            tables[f"{db}.{table}"] = {"changes": changes_per_table.get((db, table), 0), **counts}
+            changes, duplicates = counts_per_table.get((db, table), (0, 0))
+            tables[f"{db}.{table}"] = {"changes": changes, "duplicates": duplicates, **counts}
     finally:
         if actions is not None:
             actions.unpersist()
@@ -462,7 +468,7 @@ class _Multisets:
     def history(self) -> DataFrame:
         if self._history is None:
             log_rows = with_moves(self._log().where(F.col("kind") == C.DATA), self.moves)
-            self._history = with_identities(log_rows, self.identities)
+            self._history = with_order(with_identities(log_rows, self.identities), self.source.format)
         return self._history
 
     def column_changes(self) -> dict[TableId, list[ColumnChange]]:

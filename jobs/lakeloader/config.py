@@ -160,6 +160,19 @@ class SourceConfig(_Strict):
         default="skip_and_alert", description="what to do with DDL that cannot be parsed or performed"
     )
     auto_add_columns: bool = Field(default=True, description="add columns that appear in the data without any DDL")
+    lower_case_table_names: bool = Field(
+        default=False,
+        description="database and table names are case-insensitive at the source (MySQL's "
+        "lower_case_table_names=1 or 2, the default of Alibaba RDS, Windows and macOS servers): fold them to lower "
+        "case everywhere (messages, DDL targets, `tables`, `primary_keys`, `column_types`), so `T3` and `t3` are "
+        "one table; false (MySQL on Linux, Oracle): names are compared as sent",
+    )
+    unqualified_schemas: tuple[str, ...] = Field(
+        default=("public", "dbo"),
+        description="schemas that do not qualify a table's database in its name: a table of any other schema "
+        "(Debezium `source.schema`) is named '<database>.<schema>.<table>'; a schema equal to the database "
+        "(MySQL) or absent never qualifies",
+    )
     s3_endpoint_url: str | None = Field(default=None, description="S3-compatible endpoint (e.g. http://127.0.0.1:9000)")
     db: str | None = Field(
         default=None,
@@ -273,7 +286,11 @@ class SourceConfig(_Strict):
 
     def includes(self, db: str, table: str) -> bool:
         """Whether changes of db.table are loaded (all tables when no include list is given)."""
-        return self.tables is None or f"{db}.{table}" in self.tables
+        return self.tables is None or self.table_name(f"{db}.{table}") in map(self.table_name, self.tables)
+
+    def table_name(self, name: str) -> str:
+        """A 'db.table' name as the source compares it (folded to lower case with `lower_case_table_names`)."""
+        return name.lower() if self.lower_case_table_names else name
 
 
 class LakeloaderConfig(_Strict):

@@ -15,6 +15,10 @@ Layouts (a source's `export_layout`):
   position (`origin_topic`, `origin_partition`, `origin_offset`); `origin_line` is the envelope's line. A null
   payload is a Kafka tombstone (Debezium writes one after each delete), counted as a control message.
 
+Whatever the layout, a file named `<topic>+<partition>+<start offset>` (with any extension: the Kafka Connect
+S3 sink's names) gives its messages their topic, partition and offset: the start offset plus the message's
+index within the file (`with_offsets_of_file_names`), unless an envelope gives them.
+
 Whatever the layout, a file named `*.bin` (or `*.bin.gz`, gzip-compressed) holds length-prefixed binary
 messages: each is a 4-byte big-endian unsigned length followed by that many bytes; `origin_line` numbers the
 messages from 1. A binary format (dts_avro) receives each message as Base64 text, a text format as UTF-8 text.
@@ -101,7 +105,32 @@ def read_messages(spark: SparkSession, files: RawFiles, source: SourceConfig, ba
     if files.export_keys:
         keys = F.create_map(*[F.lit(text) for pair in files.export_keys.items() for text in pair])
         messages = messages.withColumn("origin_file", F.coalesce(keys[F.col("origin_file")], F.col("origin_file")))
-    return messages
+    return with_offsets_of_file_names(messages, source.export_layout)
+
+
+# `<topic>+<partition>+<start offset>[.extension]`: the Kafka Connect S3 sink's object names (kcat-based
+# exporters write the same); the topic may hold dots, the extension is anything after the start offset's dot
+OFFSET_FILE_NAME = r"(?:^|/)([^/]+)\+([0-9]{1,9})\+([0-9]{1,18})(?:\.[^/]*)?$"
+
+
+def with_offsets_of_file_names(messages: DataFrame, layout: str) -> DataFrame:
+    """Messages of a file named after its first offset (OFFSET_FILE_NAME) get their topic, partition and
+    offset: the start offset plus the message's index within the file (its line less one; in the concatenated
+    layout, its number among the file's messages). Positions an envelope gives (kcat) are kept."""
+    name = F.col("origin_file")
+    named = F.regexp_extract(name, OFFSET_FILE_NAME, 0) != ""
+    index = F.col("origin_line") - 1
+    if layout == CONCATENATED:
+        index = F.row_number().over(Window.partitionBy("origin_file").orderBy("origin_line")) - 1
+    by_name = {
+        "origin_topic": F.regexp_extract(name, OFFSET_FILE_NAME, 1),
+        "origin_partition": F.regexp_extract(name, OFFSET_FILE_NAME, 2).cast("int"),
+        "origin_offset": F.regexp_extract(name, OFFSET_FILE_NAME, 3).cast("bigint") + index,
+    }
+    known = F.col("origin_offset").isNotNull()
+    return messages.withColumns(
+        {column: F.when(~known & named, value).otherwise(F.col(column)) for column, value in by_name.items()}
+    )
 
 
 _TEXT, _PREFIXED, _SALVAGED, _UNREAD = "text", "length-prefixed", "salvaged", "unread"

@@ -7,9 +7,10 @@ such a table is (`_cdc_row`, `_cdc_occurrence`).
 
 How many copies of a content exist cannot be derived from one batch, and adding a batch's +1/-1 to the
 table's current count would count a rerun twice. So each batch recomputes, for every content it touches,
-the count from the content's whole history in the change log (every bronze hour): in true order, +1 per
-insert, -1 per delete (never below zero), a message delivered twice counted once (same sequence, same op,
-same content, same place in its message). That count depends only on the log, so reruns and hours in any
+the count from the content's whole history in the change log (every bronze hour): in the total order
+(lakeloader.ordering), +1 per insert, -1 per delete (never below zero), a message delivered twice counted
+once (same message identity: topic offset, or file and line; never the content), two identical changes
+counted twice. That count depends only on the log, so reruns and hours in any
 order give the same table. Changes older than the table's last TRUNCATE do not count; a batch that
 truncates a table recomputes every content changed since.
 
@@ -28,12 +29,15 @@ from pyspark.sql import functions as F
 from lakeloader import canonical as C
 from lakeloader.ddl.moves import per_table, table_id, table_id_literal
 from lakeloader.engine import base as E
+from lakeloader.ordering import POSITION
 
 ROW_ID, OCCURRENCE = "_cdc_row", "_cdc_occurrence"
 KEY = [ROW_ID, OCCURRENCE]
 COLUMNS = [(ROW_ID, "string"), (OCCURRENCE, "int")]
-ORDER = ("seq", "seq2", "rank", "origin_file", "origin_line", "origin_index")
-IDENTITY = ("db", "table", "seq", "seq2", "origin_index", "op", "rank", "row")
+# the total order (lakeloader.ordering), then the step's part of its message (an UPDATE's -1 before its +1)
+ORDER = ("seq", "seq2", POSITION, "part")
+# a step delivered twice: same message (ordering.message_identity, never the content), same part
+IDENTITY = ("db", "table", "identity", "part")
 
 Position = tuple[Decimal, Decimal]
 
@@ -45,19 +49,22 @@ def row_id(image: Column) -> Column:
 
 
 def steps(changes: DataFrame) -> DataFrame:
-    """Each data change as +1/-1 steps of row contents: (db, table, row, image, delta, ordering, origin)."""
-    minus = F.struct(F.col("before").alias("image"), F.lit(-1).alias("delta"), F.lit(0).alias("rank"))
-    plus = F.struct(F.col("after").alias("image"), F.lit(1).alias("delta"), F.lit(1).alias("rank"))
+    """Each data change as +1/-1 steps of row contents: (db, table, row, image, delta, part, ordering, origin).
+
+    `changes` carry `identity` and `position` (lakeloader.ordering.with_order): a delete does not rank before
+    an insert or update of the same sequence; the export position orders them."""
+    minus = F.struct(F.col("before").alias("image"), F.lit(-1).alias("delta"), F.lit(0).alias("part"))
+    plus = F.struct(F.col("after").alias("image"), F.lit(1).alias("delta"), F.lit(1).alias("part"))
     op = F.col("op")
     expanded = (
         F.when(op.isin(C.INSERT, C.UPDATE_AFTER), F.array(plus))
         .when(op == C.UPDATE, F.array(minus, plus))
         .when(op.isin(C.DELETE, C.UPDATE_BEFORE), F.array(minus))
     )
-    origin = ["seq", "seq2", "event_time", "origin_file", "origin_line", "origin_index"]
+    origin = ["seq", "seq2", POSITION, "identity", "batch_hour", "event_time", "origin_file", "origin_line"]
     return (
-        changes.select("db", "table", "op", *origin, F.explode(expanded).alias("s"))
-        .select("db", "table", "op", *origin, "s.image", "s.delta", "s.rank")
+        changes.select("db", "table", "op", "origin_index", *origin, F.explode(expanded).alias("s"))
+        .select("db", "table", "op", "origin_index", *origin, "s.image", "s.delta", "s.part")
         .withColumn("row", row_id(F.col("image")))
     )
 
@@ -78,14 +85,15 @@ def multiset_actions(
     gets one delete of occurrence 0 (no such row exists) so that the writer deletes its copies.
     """
     tables = table_id(F.col("db"), F.col("table")).isin(*map(table_id_literal, segments))
-    history = _deduplicated(steps(log.where(tables)))
+    history = _deduplicated(steps(log.where(tables))).withColumn("rank", F.substring(POSITION, 1, 1).cast("int"))
     if since:
         history = history.where(_not_before(since))
     touched = steps(batch.where(tables)).select("db", "table", "row").distinct().withColumn("touched", F.lit(True))
     history = history.join(touched, ["db", "table", "row"], "left")
     in_truncated = table_id(F.col("db"), F.col("table")).isin(*map(table_id_literal, truncated))
     history = history.where(F.col("touched") | (in_truncated if truncated else F.lit(False)))
-    ordered = F.array_sort(F.collect_list(F.struct(*ORDER, "delta", "op", "event_time")))
+    carried = ("delta", "op", "event_time", "rank", "origin_file", "origin_line", "origin_index")
+    ordered = F.array_sort(F.collect_list(F.struct(*ORDER, *carried)))
     counted = history.groupBy("db", "table", "row").agg(ordered.alias("steps"), F.first("image").alias("image"))
     count = F.aggregate("steps", F.lit(0), lambda n, step: F.greatest(F.lit(0), n + step["delta"]))
     last = F.element_at("steps", -1)
@@ -98,7 +106,7 @@ def multiset_actions(
         F.array("row", F.col("occurrence").cast("string")).alias("key"),
         F.col("last.op").alias("op"),
         *[F.col(f"last.{name}").alias(name) for name in ("seq", "seq2", "rank", "event_time")],
-        *[F.col(f"last.{name}").alias(name) for name in ("origin_file", "origin_line", "origin_index")],
+        *[F.col(f"last.{name}").alias(name) for name in ("origin_file", "origin_line", "origin_index", POSITION)],
         F.when(F.col("occurrence") > 0, F.lit(E.UPSERT)).otherwise(F.lit(E.DELETE)).alias(E.ACTION),
         F.map_concat(
             "image", F.create_map(F.lit(ROW_ID), F.col("row"), F.lit(OCCURRENCE), F.col("occurrence").cast("string"))
@@ -109,12 +117,15 @@ def multiset_actions(
 
 def _deduplicated(history: DataFrame) -> DataFrame:
     """One step per delivered change: a re-delivery (same IDENTITY) counts once; the copy kept is the first
-    in export order, so the row's metadata does not depend on which file Spark reads first."""
-    first = F.min(F.struct("origin_file", "origin_line", "event_time")).alias("first")
+    delivered, so the row's metadata does not depend on which file Spark reads first. Two identical changes
+    are two messages, so they count twice."""
+    kept = F.struct("seq", "seq2", POSITION, "op", "event_time", "origin_file", "origin_line", "origin_index")
+    delivered = F.struct("batch_hour", "origin_file", "origin_line", "origin_index")
+    first = F.min_by(F.struct(kept.alias("kept"), "row", "image", "delta"), delivered).alias("first")
     return (
         history.groupBy(*IDENTITY)
-        .agg(first, F.first("image").alias("image"), F.first("delta").alias("delta"))
-        .select(*IDENTITY, "image", "delta", "first.*")
+        .agg(first)
+        .select(*IDENTITY, "first.kept.*", "first.row", "first.image", "first.delta")
     )
 
 

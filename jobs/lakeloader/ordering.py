@@ -4,8 +4,11 @@ Each data change becomes key actions: an upsert of its after-image's key and/or 
 before-image's key (an update that moves a row to a new key does both). The first half of a two-message
 update (UPDATE_BEFORE) is a delete of rank 0, so its second half (same sequence, rank 1) overrides it.
 
-Per (table, key) the actions are ordered by (seq, seq2, rank, origin_file, origin_line, origin_index);
-the last one decides. Partial after-images (only the changed columns) are folded in order onto the
+Per (table, key) the actions are ordered by the one total order of docs/semantics.md, (seq, seq2, position):
+`position` is a string that sorts as (rank, exporter's order), see `position`; the last action decides.
+A message delivered twice in the batch (same `message_identity`) counts once.
+
+Partial after-images (only the changed columns) are folded in order onto the
 image before them, so two partial updates of one key in a batch keep both changes; a partial image with
 no full image before it in the batch stays partial and is merged column by column.
 """
@@ -22,7 +25,69 @@ from lakeloader.ddl.widening import widest
 from lakeloader.engine import base as E
 
 BEFORE_HALF_RANK, DEFAULT_RANK = 0, 1
-ORDER = ("seq", "seq2", "rank", "origin_file", "origin_line", "origin_index")
+POSITION = "position"
+ORDER = ("seq", "seq2", POSITION)
+# formats whose documents define the sequence as unique per record (the halves of an update share it, and
+# differ by op): there the sequence identifies a message, also re-delivered in another file (docs/semantics.md)
+SEQUENCE_IDENTIFIES = frozenset({"dataworks_json", "dts_avro"})
+_INDEX_DIGITS, _NUMBER_DIGITS = 10, 20
+
+
+def position(rank: Column | int = DEFAULT_RANK) -> Column:
+    """A change's place after its (seq, seq2), as a string that sorts in the total order (docs/semantics.md):
+    its rank (0: the before-half of a two-message update, so that its after-half outranks it wherever each
+    lands), then the exporter's order: the topic offset when known (`o<offset>.<index>`: a re-delivery of a
+    message sorts equal to it), else (`f<hour>.<file>.<line>.<index>`) the landing hour, export file, line and
+    row within the message. The file name is written in hex followed by '.', which sorts below every hex
+    digit, so names compare exactly as strings do (a prefix first) whatever characters they hold."""
+    rank = F.lit(rank) if isinstance(rank, int) else rank
+    index = F.lpad(F.col("origin_index").cast("string"), _INDEX_DIGITS, "0")
+    offset = F.col("origin_offset")
+    by_offset = F.concat(F.lit("o"), F.lpad(offset.cast("string"), _NUMBER_DIGITS, "0"), F.lit("."), index)
+    line = F.lpad(F.col("origin_line").cast("string"), _NUMBER_DIGITS, "0")
+    by_file = F.concat(
+        F.lit("f"), F.col("batch_hour"), F.lit("."), F.hex(F.col("origin_file")), F.lit("."), line, F.lit("."), index
+    )
+    return F.concat(rank.cast("string"), F.when(offset.isNotNull(), by_offset).otherwise(by_file))
+
+
+def message_identity(fmt: str) -> Column:
+    """What makes two rows one change delivered twice (never their content): the topic, partition and offset
+    when the export gives them; else, in a format whose sequence is unique per record (SEQUENCE_IDENTIFIES,
+    full-load rows with a negative sequence excepted), the sequence and op; else the export file and line.
+    With the row's index within its message (Canal's `data` rows)."""
+    offset = F.col("origin_offset")
+    known = offset.isNotNull()
+    by_sequence = ~known & (F.col("seq") >= 0) if fmt in SEQUENCE_IDENTIFIES else F.lit(False)
+    by_file = ~known & ~F.coalesce(by_sequence, F.lit(False))
+
+    def when(condition: Column, value: str) -> Column:
+        return F.when(condition, F.col(value))
+
+    return F.struct(
+        when(known, "origin_topic").alias("topic"),
+        when(known, "origin_partition").alias("partition"),
+        when(known, "origin_offset").alias("offset"),
+        when(by_sequence, "seq").alias("seq"),
+        when(by_sequence, "seq2").alias("seq2"),
+        when(by_sequence, "op").alias("op"),
+        when(by_file, "origin_file").alias("file"),
+        when(by_file, "origin_line").alias("line"),
+        F.col("origin_index").alias("index"),
+    )
+
+
+def with_order(data: DataFrame, fmt: str) -> DataFrame:
+    """Changes with their `identity` (message_identity) and, for data changes, their `position`."""
+    rank = F.when(F.col("op") == C.UPDATE_BEFORE, F.lit(BEFORE_HALF_RANK)).otherwise(F.lit(DEFAULT_RANK))
+    return data.withColumns({"identity": message_identity(fmt), POSITION: position(rank)})
+
+
+def change_counts(data: DataFrame) -> dict[tuple[str, str], tuple[int, int]]:
+    """Per table: (changes, duplicates), a duplicate being a further copy of a message in the batch."""
+    copies = data.groupBy("db", "table", "identity").count()
+    totals = copies.groupBy("db", "table").agg(F.sum("count").alias("n"), F.sum(F.col("count") - 1).alias("d"))
+    return {(r["db"], r["table"]): (r["n"], r["d"]) for r in totals.collect()}
 
 
 @dataclass(frozen=True)
@@ -97,8 +162,8 @@ def _widest_types(rows: list) -> list[dict]:
 def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
     """One row per (db, table, segment, key): the deciding action, its (folded) image, whether partial.
 
-    Columns: db, table, segment, key, op, seq, seq2, rank, event_time, origin_file, origin_line,
-    origin_index, _cdc_action, image, partial.
+    `data` carries `position` (`with_order`). Columns: db, table, segment, key, op, seq, seq2, rank, event_time,
+    origin_file, origin_line, origin_index, position, _cdc_action, image, partial.
     """
     keys = {(s.db, s.table): s.key for s in shapes}  # one key per table, whatever its segments
     key_columns = F.create_map(
@@ -144,6 +209,8 @@ def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
             "origin_file",
             "origin_line",
             "origin_index",
+            POSITION,
+            "batch_hour",
             F.col("a.action").alias(E.ACTION),
             F.col("a.image").alias("image"),
             F.col("a.rank").alias("rank"),
@@ -152,7 +219,8 @@ def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
         .withColumn("key", key_of(F.col("image")))
     )
     per_key = Window.partitionBy("db", "table", "segment", "key")
-    in_order = per_key.orderBy(*ORDER)
+    # copies of one message tie in ORDER: the first delivered is the one kept, whatever order Spark reads them in
+    in_order = per_key.orderBy(*ORDER, *[F.desc(c) for c in ("batch_hour", "origin_file", "origin_line")])
     history = F.collect_list(F.struct(E.ACTION, "image", "partial")).over(
         in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     )
@@ -174,6 +242,7 @@ def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
         "origin_file",
         "origin_line",
         "origin_index",
+        POSITION,
         E.ACTION,
         F.when(F.col(E.ACTION) == E.DELETE, F.col("image")).otherwise(F.col("folded.image")).alias("image"),
         F.when(F.col(E.ACTION) == E.DELETE, F.lit(False)).otherwise(F.col("folded.partial")).alias("partial"),

@@ -32,7 +32,10 @@ def classify(messages: DataFrame, source: SourceConfig) -> DataFrame:
     """Parse messages (lakeloader.messages) with the source's format and add `outcome`: the message's kind,
     or 'excluded' / 'quarantined'."""
     parsed = framed(PARSERS[source.format](messages, source))
-    in_scope = F.lit(True) if source.tables is None else F.concat_ws(".", "db", "table").isin(*source.tables)
+    if source.lower_case_table_names:  # one table, however a message spells its name
+        parsed = parsed.withColumns({"db": F.lower("db"), "table": F.lower("table")})
+    tables = [source.table_name(name) for name in source.tables or ()]
+    in_scope = F.lit(True) if source.tables is None else F.concat_ws(".", "db", "table").isin(*tables)
     table_message = F.col("kind").isin(C.DATA, C.DDL)
     outcome = (
         F.when(F.col(REJECT_REASON).isNotNull(), F.lit(QUARANTINED))

@@ -2,11 +2,14 @@
 
 Around the merge itself (see TableEngine.merge) two pieces of state keep late data from undoing newer
 changes:
-- tombstones: every delete leaves (key, ordering key, rank) in a small Delta table under
+- tombstones: every delete leaves (key, seq, seq2, position) in a small Delta table under
   state/<source>/<db>/<table>/tombstones, kept for the source's `tombstone_retention_hours`; an upsert
   whose key has a tombstone at least as new is dropped, so an older insert or update arriving later
   cannot bring a deleted row back. The first half of a two-message update leaves a rank-0 tombstone, which
-  its own second half (same sequence, rank 1) outranks, also when the halves land in different hours.
+  its own second half (same sequence, rank 1 in its position) outranks, also when the halves land in
+  different hours.
+Rows, tombstones and changes compare in the one total order (seq, seq2, position) of docs/semantics.md; a
+table or tombstone table written before `_cdc_position` existed gets the column, NULL meaning oldest.
 - truncation mark: a TRUNCATE at ordering key T deletes every row older than T, and T is recorded in the
   table's properties, so changes older than T are ignored from then on.
 
@@ -36,7 +39,7 @@ from lakeloader.engine.deltars import literal, quote
 
 KEY_PROPERTY = "lakeloader.primaryKey"
 TRUNCATED_PROPERTY = "lakeloader.truncatedBefore"
-TOMBSTONE_ORDER = (E.SEQ, E.SEQ2, E.RANK)
+TOMBSTONE_ORDER = E.ORDERING_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -80,8 +83,9 @@ class ApplyResult:
     inserted: int
     updated: int
     deleted: int
-    stale_upserts: int
+    stale_upserts: int  # upserts not applied: a tombstone or the row is as new or newer
     older_than_truncation: int
+    deletes_without_effect: int  # deletes of a key that is absent, or whose row is as new or newer
     version: int
     schema_changes: tuple[SchemaChange, ...] = ()
     rejections: tuple[Rejection, ...] = field(default=(), repr=False)
@@ -127,12 +131,17 @@ def _apply(
     before = change_set.num_rows
     change_set = _drop_stale_upserts(engine, table, change_set)
     stale = before - change_set.num_rows
+    upserts = pc.sum(pc.equal(change_set[E.ACTION], E.UPSERT).cast(pa.int64())).as_py() or 0
     result = engine.merge(table.uri, change_set, table.key, E.ORDERING_COLUMNS, table.commit_info)
+    stale += upserts - result.inserted - result.updated
+    without_effect = change_set.num_rows - upserts - result.deleted
     _record_tombstones(engine, table, change_set, loaded_at)
     if engine.exists(table.tombstones_uri):
         expired = (loaded_at - retention).isoformat()
         engine.delete_where(table.tombstones_uri, f"{quote(E.DELETED_AT)} < '{expired}'", table.commit_info)
-    return ApplyResult(result.inserted, result.updated, result.deleted, stale, older_than_truncation, result.version)
+    return ApplyResult(
+        result.inserted, result.updated, result.deleted, stale, older_than_truncation, without_effect, result.version
+    )
 
 
 def _apply_counts(engine: TableEngine, table: SilverTable, change_set: pa.Table) -> ApplyResult:
@@ -156,7 +165,7 @@ def _apply_counts(engine: TableEngine, table: SilverTable, change_set: pa.Table)
     kept = change_set.filter(pc.greater(change_set[occurrence], 0))
     change_set = pa.concat_tables([kept, deletes.select(kept.column_names).cast(kept.schema)])
     result = engine.merge(table.uri, change_set, table.key, (), table.commit_info)
-    return ApplyResult(result.inserted, result.updated, result.deleted, 0, 0, result.version)
+    return ApplyResult(result.inserted, result.updated, result.deleted, 0, 0, 0, result.version)
 
 
 def truncate(engine: TableEngine, table: SilverTable, mark: tuple[Decimal, Decimal]) -> int:
@@ -178,6 +187,10 @@ def _ensure_table(engine: TableEngine, table: SilverTable, change_set: pa.Table,
         return change_set
     existing = engine.schema(table.uri)
     missing = [f for f in data_schema if f.name not in existing.names]
+    metadata = [f for f in missing if f.name in E.METADATA_COLUMNS]  # a table written before a metadata column
+    if metadata:
+        engine.add_columns(table.uri, metadata, table.commit_info)
+        missing = [f for f in missing if f.name not in E.METADATA_COLUMNS]
     if missing and add_columns:
         engine.add_columns(table.uri, missing, table.commit_info)
     elif missing:
@@ -396,23 +409,27 @@ def _not_older_than(change_set: pa.Table, mark: tuple[Decimal, Decimal]) -> pa.C
 
 
 def _drop_stale_upserts(engine: TableEngine, table: SilverTable, change_set: pa.Table) -> pa.Table:
-    """Upserts not newer than their key's tombstone (upserts rank 1; a tombstone of equal rank wins)."""
+    """Upserts not newer than their key's tombstone in the total order (a tombstone as new wins)."""
     if not engine.exists(table.tombstones_uri) or change_set.num_rows == 0:
         return change_set
-    tombstones = engine.read(table.tombstones_uri).select([*table.key, *TOMBSTONE_ORDER])
-    tombstones = tombstones.rename_columns([*table.key, "_t_seq", "_t_seq2", "_t_rank"])
+    held = engine.read(table.tombstones_uri)
+    if E.POSITION not in held.column_names:  # written before positions: NULL, the oldest
+        held = held.append_column(E.POSITION, pa.nulls(held.num_rows, pa.string()))
+    tombstones = held.select([*table.key, *TOMBSTONE_ORDER])
+    tombstones = tombstones.rename_columns([*table.key, "_t_seq", "_t_seq2", "_t_position"])
     positions = pa.array(range(change_set.num_rows), pa.int64())
     # joins take only flat columns: join the keys and ordering key with the row's position, filter by position
-    slim = change_set.select([*table.key, E.SEQ, E.SEQ2, E.ACTION]).append_column("_position", positions)
+    slim = change_set.select([*table.key, E.SEQ, E.SEQ2, E.POSITION, E.ACTION]).append_column("_position", positions)
     joined = slim.join(tombstones, keys=table.key, join_type="inner")
     seq, seq2 = joined[E.SEQ], joined[E.SEQ2]
+    position, t_position = (pc.fill_null(joined[c], "") for c in (E.POSITION, "_t_position"))
     tomb_newer_or_equal = pc.or_(
         pc.greater(joined["_t_seq"], seq),
         pc.and_(
             pc.equal(joined["_t_seq"], seq),
             pc.or_(
                 pc.greater(joined["_t_seq2"], seq2),
-                pc.and_(pc.equal(joined["_t_seq2"], seq2), pc.greater_equal(joined["_t_rank"], 1)),
+                pc.and_(pc.equal(joined["_t_seq2"], seq2), pc.greater_equal(t_position, position)),
             ),
         ),
     )
@@ -424,13 +441,15 @@ def _record_tombstones(engine: TableEngine, table: SilverTable, change_set: pa.T
     deletes = change_set.filter(pc.equal(change_set[E.ACTION], E.DELETE))
     if deletes.num_rows == 0:
         return
-    tombstones = deletes.select([*table.key, E.SEQ, E.SEQ2, E.RANK, E.ACTION]).append_column(
+    tombstones = deletes.select([*table.key, E.SEQ, E.SEQ2, E.RANK, E.POSITION, E.ACTION]).append_column(
         E.DELETED_AT, pa.array([loaded_at] * deletes.num_rows, pa.timestamp("us", tz="UTC"))
     )
     tombstones = tombstones.set_column(
         tombstones.schema.get_field_index(E.ACTION), E.ACTION, pa.array([E.UPSERT] * deletes.num_rows)
     )
+    schema = pa.schema([f for f in tombstones.schema if f.name != E.ACTION])
     if not engine.exists(table.tombstones_uri):
-        schema = pa.schema([f for f in tombstones.schema if f.name != E.ACTION])
         engine.create(table.tombstones_uri, schema, {KEY_PROPERTY: json.dumps(table.key)}, table.commit_info)
+    elif E.POSITION not in engine.schema(table.tombstones_uri).names:
+        engine.add_columns(table.tombstones_uri, [schema.field(E.POSITION)], table.commit_info)
     engine.merge(table.tombstones_uri, tombstones, table.key, TOMBSTONE_ORDER, table.commit_info)

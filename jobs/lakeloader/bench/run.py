@@ -31,7 +31,7 @@ from lakeloader.bench.scenario import FIRST_HOUR, SOURCE, Scenario
 from lakeloader.bench.verify import verify_tables
 from lakeloader.bench.workspace import Layout, cached, clone_tables, fingerprint, source_config
 from lakeloader.land import land_hour
-from lakeloader.ordering import key_actions, table_shapes
+from lakeloader.ordering import key_actions, table_shapes, with_order
 from lakeloader.parse import run_parse
 from lakeloader.storage import Store, open_store, spark_path
 
@@ -144,6 +144,7 @@ def order_and_collect(spark: SparkSession, probe: Probe, store: Store, hour: dat
     apply collects them."""
     # the generated stream carries no DDL: one segment per table, as apply would find
     data = with_segments(read_bronze(spark, store, SOURCE, hour).where(F.col("kind") == C.DATA), {})
+    data = with_order(data, "dataworks_json")  # the bench source (workspace.py)
     with probe.phase(ORDER, changes) as record:
         shapes = table_shapes(data, {})
         actions = key_actions(data, shapes).persist(StorageLevel.MEMORY_AND_DISK)

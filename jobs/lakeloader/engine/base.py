@@ -21,6 +21,8 @@ PARTIAL, PRESENT = "_cdc_partial", "_cdc_present"
 SEQ, SEQ2 = "_cdc_seq", "_cdc_seq2"
 OP, EVENT_TIME = "_cdc_op", "_cdc_event_time"
 SOURCE_FILE, SOURCE_LINE = "_cdc_source_file", "_cdc_source_line"
+# the change's place among changes of equal (seq, seq2): rank and export position (lakeloader.ordering.position)
+POSITION = "_cdc_position"
 LOADED_AT = "_cdc_loaded_at"
 # Only in tombstone tables: the action's rank (0 = first half of a two-message update), and when it was written.
 RANK, DELETED_AT = "_cdc_rank", "_cdc_deleted_at"
@@ -32,10 +34,13 @@ METADATA_FIELDS = (
     pa.field(EVENT_TIME, pa.timestamp("us", tz="UTC")),
     pa.field(SOURCE_FILE, pa.string()),
     pa.field(SOURCE_LINE, pa.int64()),
+    pa.field(POSITION, pa.string()),
     pa.field(LOADED_AT, pa.timestamp("us", tz="UTC")),
 )
 METADATA_COLUMNS = tuple(f.name for f in METADATA_FIELDS)
-ORDERING_COLUMNS = (SEQ, SEQ2)
+# the total order of docs/semantics.md; a NULL position (a row written before the column existed) is the oldest
+ORDERING_COLUMNS = (SEQ, SEQ2, POSITION)
+NULL_AS_OLDEST = {POSITION: "''"}
 # Delta's table property for the size of the files a write aims at (delta-rs: bytes of Arrow data, before
 # Parquet's encoding and compression, which roughly halve it).
 FILE_SIZE_PROPERTY = "delta.targetFileSize"
@@ -94,8 +99,8 @@ class TableEngine(Protocol):
     ) -> MergeResult:
         """Per key: a newer upsert updates or inserts, a newer delete deletes, anything else is ignored.
 
-        'Newer' compares `order_columns` lexicographically with the row's. Partial rows update only
-        their present columns.
+        'Newer' compares `order_columns` lexicographically with the row's, a NULL in a column of
+        NULL_AS_OLDEST as the oldest value. Partial rows update only their present columns.
         """
         ...
 

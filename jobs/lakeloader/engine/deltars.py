@@ -31,6 +31,7 @@ from lakeloader.engine.base import (
     DELETE,
     FILE_SIZE_PROPERTY,
     METADATA_COLUMNS,
+    NULL_AS_OLDEST,
     PARTIAL,
     PRESENT,
     STAGING_COLUMNS,
@@ -125,15 +126,26 @@ def _listed(names: str) -> set[str]:
     return listed | {current.strip()} if current.strip() else listed
 
 
-def newer(order_columns: tuple[str, ...], source: str = "s", target: str = "t") -> str:
-    """SQL for 'the source row's ordering key is greater than the target row's' (lexicographic); with no
-    ordering columns every source row counts as newer."""
+def newer(
+    order_columns: tuple[str, ...], source: str = "s", target: str = "t", absent: frozenset[str] = frozenset()
+) -> str:
+    """SQL for 'the source row's ordering key is greater than the target row's' (lexicographic, a NULL in a
+    column of NULL_AS_OLDEST the oldest value, as is such a column that a side lacks: `absent` holds
+    'side.column'); with no ordering columns every source row counts as newer."""
     if not order_columns:
         return "TRUE"
+
+    def value(side: str, column: str) -> str:
+        if column not in NULL_AS_OLDEST:
+            return f"{side}.{quote(column)}"
+        if f"{side}.{column}" in absent:
+            return NULL_AS_OLDEST[column]
+        return f"coalesce({side}.{quote(column)}, {NULL_AS_OLDEST[column]})"
+
     terms = []
     for i, column in enumerate(order_columns):
-        equal_before = [f"{source}.{quote(c)} = {target}.{quote(c)}" for c in order_columns[:i]]
-        terms.append(" AND ".join([*equal_before, f"{source}.{quote(column)} > {target}.{quote(column)}"]))
+        equal_before = [f"{value(source, c)} = {value(target, c)}" for c in order_columns[:i]]
+        terms.append(" AND ".join([*equal_before, f"{value(source, column)} > {value(target, column)}"]))
     return "(" + " OR ".join(f"({t})" for t in terms) + ")"
 
 
@@ -254,7 +266,12 @@ class DeltaRsEngine:
         inserts = {quote(c): f"s.{quote(c)}" for c in columns}
         on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in key_columns)
         is_upsert, is_delete = f"s.{quote(ACTION)} = '{UPSERT}'", f"s.{quote(ACTION)} = '{DELETE}'"
-        is_newer = newer(order_columns)
+        target_columns = table.schema().to_arrow().names
+        absent = frozenset(
+            [f"t.{c}" for c in order_columns if c not in target_columns]
+            + [f"s.{c}" for c in order_columns if c not in changes.column_names]
+        )
+        is_newer = newer(order_columns, absent=absent)
         source = changes.drop_columns([c for c in STAGING_COLUMNS if c in changes.column_names and c != ACTION])
         if has_partial:
             source = source.append_column(PARTIAL, changes[PARTIAL]).append_column(PRESENT, changes[PRESENT])

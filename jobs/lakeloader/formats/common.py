@@ -509,6 +509,7 @@ def finish(
     db, ordering key, the images the op needs, values against their types, primary key in the image.
     """
     is_data = F.col("kind") == C.DATA
+    frame = frame.withColumn("primary_key", key_as_in_image(F.col("primary_key"), F.col("after"), F.col("before")))
     bad_values = F.array_union(
         invalid_columns(F.col("raw_before"), F.col("before")), invalid_columns(F.col("raw_after"), F.col("after"))
     )
@@ -546,6 +547,30 @@ def finish(
     }
     selected = [given.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in C.CHANGE_SCHEMA.fields]
     return frame.select(*selected, reason.alias(REJECT_REASON), F.col("text"), *framing(frame))
+
+
+def key_as_in_image(key: Column, *images: Column) -> Column:
+    """The key's column names as the image spells them: a name the image lacks takes the image's column that
+    equals it ignoring case (MySQL column names are case-insensitive: `pkNames` [K1] names column k1)."""
+    names = F.coalesce(*[F.map_keys(image) for image in images], F.array().cast(STRING_ARRAY))
+    return F.transform(
+        key,
+        lambda k: F.when(F.array_contains(names, k), k).otherwise(
+            F.coalesce(F.try_element_at(F.filter(names, lambda n: F.lower(n) == F.lower(k)), F.lit(1)), k)
+        ),
+    )
+
+
+def schema_qualified(db: Column, schema: Column, unqualified: Sequence[str]) -> Column:
+    """The database part of a table's name when the message names a schema too: '<database>.<schema>', unless
+    the schema is absent, equals the database (ignoring case) or is one of `unqualified` (docs/semantics.md)."""
+    plain = (
+        schema.isNull()
+        | (schema == "")
+        | (F.lower(schema) == F.lower(db))
+        | F.lower(schema).isin(*[name.lower() for name in unqualified])
+    )
+    return F.when(db.isNull() | plain, db).otherwise(F.concat(db, F.lit("."), schema))
 
 
 def framing(frame: DataFrame) -> list[str]:

@@ -61,6 +61,7 @@ from lakeloader.formats.common import (
     let,
     parse_json,
     qualified,
+    schema_qualified,
     spark_type_converters,
     timestamp_text,
     with_canonical_images,
@@ -299,7 +300,7 @@ def parse_event(
     op, origin = payload["op"], payload["source"]
     kind = OPS.kind(op)
     changed_at = F.coalesce(origin["ts_ms"], payload["ts_ms"])
-    db, table = origin["db"], origin["table"]
+    db, table = schema_qualified(origin["db"], origin["schema"], source.unqualified_schemas), origin["table"]
     frame = frame.select(
         *line_columns,
         "envelope_error",
@@ -317,7 +318,7 @@ def parse_event(
         F.when(kind == C.DATA, payload["before"]).alias("raw_before"),
         F.when(kind == C.DATA, payload["after"]).alias("raw_after"),
         integer_text(changed_at).alias("seq"),
-        F.coalesce(F.when(origin["pos"].rlike(r"^\d{1,30}$"), integer_text(origin["pos"])), F.lit(0)).alias("seq2"),
+        F.coalesce(_log_position(origin["pos"]), F.lit(0)).alias("seq2"),
         _event_time(F.when(kind == C.HEARTBEAT, changed_at).otherwise(origin["ts_ms"])).alias("event_time"),
         _row_fields(schema).alias("row_fields"),
         F.when(origin["name"] == "OMS", F.lit("hex")).otherwise(F.lit("base64")).alias("bytes_encoding"),
@@ -345,6 +346,13 @@ def parse_event(
 def _event_time(millis: Column) -> Column:
     """Epoch milliseconds -> timestamp; 0 (a snapshot row, whose change time is unknown) -> NULL."""
     return F.timestamp_millis(F.nullif(millis.try_cast("bigint"), F.lit(0)))
+
+
+def _log_position(pos: Column) -> Column:
+    """The position that orders changes of one `ts_ms`: Debezium's `pos` when a plain number, OMS's
+    `<offset>@<seconds>` by its offset (NULL otherwise)."""
+    offset = F.regexp_extract(pos, r"^(\d{1,30})(@\d{1,20})?$", 1)
+    return F.when(offset != "", integer_text(offset))
 
 
 def _row_fields(schema: Column) -> Column:

@@ -9,7 +9,8 @@ cannot tell apart, so it becomes UPDATE_AFTER (apply upserts it). Nothing in the
 declares a type or a key, or orders it:
 
 - the table comes from the configuration: `topic_tables` maps a topic to 'db.table'; a message's topic is
-  its envelope's `topic` (export_layout kcat), else the first directory of its file's path in the export
+  its envelope's `topic` (export_layout kcat) or its file name's (`<topic>+<partition>+<start offset>`,
+  lakeloader.messages), else the first directory of its file's path in the export
   (`orders/part-0001.json` -> topic `orders`);
 - columns are strings unless the source's `column_types` configures them, and values are read as OMS's
   Debezium serializer writes them (seed 002): a date as 'YYYY-MM-DD' or days since 1970, bytes in Base16,
@@ -18,7 +19,8 @@ declares a type or a key, or orders it:
 - tables need `primary_keys`: without a key a table is a multiset of rows (lakeloader.multiset), and an
   upsert adds a row instead of replacing one
   (a message lacking a configured key column is quarantined);
-- the ordering key is the export position. In kcat envelopes, `seq` is the message's Kafka offset: the true
+- the ordering key is the export position. Where the offset is known (kcat envelopes, offset file names),
+  `seq` is the message's Kafka offset: the true
   order of a topic partition, and a key's changes stay in one partition when the topic is keyed (Debezium's
   default). Otherwise `seq` is the batch hour as yyyyMMddHH, `seq2` 0, and inside an
   hour changes order by export file name, then line. So a later hour always wins over an earlier one, even

@@ -85,6 +85,9 @@ class Table:
     name: str
     key: tuple[str, ...]  # empty: the table has no primary key (a multiset of rows)
     columns: Columns = PLAIN_COLUMNS
+    # the schema within the database, for formats that send one (Debezium `source.schema`): any but `public`
+    # is part of the table's name in the lake, 'shop.<schema>.<table>' (README, "Configuration")
+    schema: str | None = None
 
     @property
     def spec(self) -> dw.TableSpec:
@@ -92,8 +95,13 @@ class Table:
         return dw.TableSpec(DB, self.name, columns, self.key or None)
 
     @property
+    def db(self) -> str:
+        """The table's database as the lake names it."""
+        return DB if self.schema in (None, "public") else f"{DB}.{self.schema}"
+
+    @property
     def qualified(self) -> str:
-        return f"{DB}.{self.name}"
+        return f"{self.db}.{self.name}"
 
 
 ITEMS = Table("items", ("id",))
@@ -108,10 +116,14 @@ class Change:
     seq: int  # position in the source's true order (positive, unique)
     before: Row | None = None
     after: Row | None = None
+    # the source clock (seconds after BASE) when several changes share a reading, so that a format ordered by
+    # a clock (Canal `es` and `id`, Debezium `ts_ms`, DataWorks 2.0 `eventTime`) sends equal ordering keys;
+    # formats with a sequence per change still send `seq`. None: `seq`.
+    tick: int | None = None
 
     @property
     def at(self) -> datetime:
-        return BASE + timedelta(seconds=self.seq)
+        return BASE + timedelta(seconds=self.seq if self.tick is None else self.tick)
 
     @property
     def millis(self) -> int:
@@ -429,7 +441,7 @@ def canal_json(change: Change) -> list[str]:
         "isDdl": change.op == TRUNCATE,
         "es": change.millis,
         "ts": change.millis + 300,
-        "id": change.seq,
+        "id": change.seq if change.tick is None else change.tick,
         "pkNames": list(change.table.key) or None,
         "mysqlType": _declared(CANAL, change.table),
         "sql": change.ddl if change.op == TRUNCATE else "",
@@ -452,6 +464,8 @@ def shareplex_json(change: Change) -> list[str]:
 
 def _debezium_payload(change: Change) -> dict:
     origin = {"connector": "mysql", "name": "server1", "ts_ms": change.millis, "db": DB, "table": change.table.name}
+    if change.table.schema is not None:
+        origin |= {"connector": "postgresql", "schema": change.table.schema}
     op = {INSERT: "c", UPDATE: "u", DELETE: "d", TRUNCATE: "t"}[change.op]
     before, after = (DEBEZIUM.image(change.table, row) for row in (change.before, change.after))
     return {"op": op, "before": before, "after": after, "source": origin, "ts_ms": change.millis + 5}
