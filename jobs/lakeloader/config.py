@@ -131,6 +131,12 @@ class SourceConfig(_Strict):
     schedule: str = Field(default="0 * * * *", description="cron expression; each run covers one interval")
     start_date: str = Field(default="2026-01-01T00:00:00+00:00", description="first data interval start (ISO 8601)")
     retries: int = Field(default=2, ge=0)
+    max_message_bytes: int = Field(
+        default=4 * 2**20,
+        ge=1024,
+        description="largest message loaded, in bytes; a larger one is quarantined as too large with its size and "
+        "position, without being parsed (so one huge line cannot run the driver out of memory)",
+    )
     tombstone_retention_hours: int = Field(
         default=720, ge=1, description="how long a deleted key blocks older changes that arrive late"
     )

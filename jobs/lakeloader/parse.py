@@ -52,11 +52,12 @@ def quarantine_rows(classified: DataFrame) -> DataFrame:
         F.col(REJECT_REASON).alias("reason"),
         "db",
         "table",
-        F.col("text").alias("message"),
+        F.make_valid_utf8("text").alias("message"),
         "origin_file",
         "origin_line",
         *[f.name for f in C.POSITION_FIELDS],
         "batch_hour",
+        F.col("text").cast("binary").alias("message_bytes"),  # Spark's text reader keeps a line's bytes as read
     )
 
 
