@@ -54,6 +54,7 @@ from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.lake_index import record_names
+from lakeloader.lock import writes_source
 from lakeloader.multiset import multiset_actions
 from lakeloader.ordering import TableShape, key_actions, table_shapes
 from lakeloader.silver import SilverTable, apply_change_set, recorded_key, truncation_mark
@@ -99,6 +100,7 @@ def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime)
     )
 
 
+@writes_source("apply")
 def run_apply(
     spark: SparkSession,
     source: SourceConfig,

@@ -21,6 +21,7 @@ from lakeloader.config import SourceConfig
 from lakeloader.formats import PARSERS
 from lakeloader.formats.common import REJECT_REASON
 from lakeloader.land import raw_files, read_manifest
+from lakeloader.lock import writes_source
 from lakeloader.messages import framed, read_messages
 from lakeloader.storage import Store, open_store, spark_path
 
@@ -61,6 +62,7 @@ def quarantine_rows(classified: DataFrame) -> DataFrame:
     )
 
 
+@writes_source("parse")
 def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: Store | None = None) -> dict:
     """Parse the hour's manifest into bronze and quarantine; returns (and records) the counts."""
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)

@@ -35,6 +35,7 @@ from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.lake_index import silver_tables
 from lakeloader.land import raw_files, read_manifest
+from lakeloader.lock import writes_source
 from lakeloader.messages import read_messages
 from lakeloader.parse import EXCLUDED, OUTCOME, QUARANTINED, classify
 from lakeloader.reconcile_report import ACCOUNTING, CHECKS, SNAPSHOT, STATE, audit_rows, render_markdown
@@ -428,6 +429,7 @@ def _now() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
+@writes_source("reconcile")
 def run_reconcile(
     spark: SparkSession,
     source: SourceConfig,
