@@ -380,3 +380,14 @@ def test_the_whole_corpus_goes_through_the_apply_job_and_is_recorded(spark, tmp_
         assert {r["status"] for r in rows} <= {"applied", "no-op", "skipped"}
         recorded += len(rows)
     assert recorded == len(statements)
+
+
+def test_reapplying_an_hour_adds_nothing_to_the_schema_history(spark, tmp_path):
+    source = make_source(tmp_path)
+    hour5, _ = evolving_stream()
+    write(source, "h5.json", [*hour5, alter(6, "CREATE DATABASE other"), alter(7, "ALTER TABLE gone ADD x INT")], H5)
+    run_hours(spark, source, [H5], emit=lambda _: None)
+    first = history(source)
+    run_apply(spark, source, H5)
+    run_apply(spark, source, H5)
+    assert len(history(source)) == len(first) == 4

@@ -10,14 +10,17 @@ import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from deltalake import write_deltalake
 from format_support import report, run, source_for, write_export, write_export_file
 
 from lakeloader import zones
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.generator import dataworks as dw
 from lakeloader.lake_index import silver_table_ids
+from lakeloader.reconcile import compare, silver_frame
 from lakeloader.storage import LocalStore
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
@@ -175,3 +178,19 @@ def test_a_50_mb_line_is_quarantined_as_too_large_unparsed_and_the_hour_loads_at
     assert report(reports, "parse", H5)["quarantine_reasons"] == {reason: 1}
     quarantine = pq.read_table(Path(source.lake_root) / zones.bronze_quarantine_dir(source.name, H5)).to_pylist()
     assert [(q["origin_line"], q["reason"], q["message"]) for q in quarantine] == [(2, reason, "")]
+
+
+def test_reconciliation_compares_columns_named_with_a_dot_or_a_backtick(spark, tmp_path) -> None:
+    schema = pa.schema([("a.b", pa.int64()), ("x`y", pa.string()), ("`", pa.string())])
+    engine = DeltaRsEngine()
+    expected_uri, actual_uri = str(tmp_path / "expected"), str(tmp_path / "actual")
+    for uri, value in ((expected_uri, "v"), (actual_uri, "tampered")):
+        engine.create(uri, schema, {}, {})
+        rows = pa.table({"a.b": [1, 2], "x`y": ["v", value], "`": ["q", "q"]}, schema=schema)
+        write_deltalake(uri, rows, mode="append")
+    expected, actual = silver_frame(spark, expected_uri, None), silver_frame(spark, actual_uri, None)
+    assert expected.columns == ["a.b", "x`y", "`"]
+    assert compare(expected, expected, ["a.b"], expected.columns)["ok"]
+    result = compare(expected, actual, ["a.b"], expected.columns)
+    assert (result["ok"], result["differing_keys"]) == (False, 1)
+    assert result["sample"] == [{"key": {"a.b": "2"}, "problem": "values differ"}]
