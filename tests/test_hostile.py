@@ -194,3 +194,28 @@ def test_reconciliation_compares_columns_named_with_a_dot_or_a_backtick(spark, t
     result = compare(expected, actual, ["a.b"], expected.columns)
     assert (result["ok"], result["differing_keys"]) == (False, 1)
     assert result["sample"] == [{"key": {"a.b": "2"}, "problem": "values differ"}]
+
+
+def test_the_runner_reports_each_step_as_soon_as_it_is_done(monkeypatch, tmp_path) -> None:
+    import lakeloader.apply
+    import lakeloader.parse
+    from lakeloader import runner
+
+    events: list[str] = []
+
+    class Landed:
+        def summary(self) -> dict:
+            return {"copied": 1}
+
+    def step(name: str, result):
+        def run(*_args, **_kwargs):
+            events.append(f"ran {name}")
+            return result
+
+        return run
+
+    monkeypatch.setattr(runner, "land_hour", step("land", Landed()))
+    monkeypatch.setattr(lakeloader.parse, "run_parse", step("parse", {"lines": 2}))
+    monkeypatch.setattr(lakeloader.apply, "run_apply", step("apply", {"tables": {}}))
+    runner.run_hours(None, source_for("dataworks_json", tmp_path), [H5], emit=lambda line: events.append(line[:16]))
+    assert events == ["ran land", '{"step": "land",', "ran parse", '{"step": "parse"', "ran apply", '{"step": "apply"']

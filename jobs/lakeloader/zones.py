@@ -104,6 +104,11 @@ def run_report_key(source: str, hour: datetime, step: str) -> str:
     return f"audit/{source}/runs/{hour_partition(hour)}/{step}.json"
 
 
+def run_error_key(source: str, hour: datetime, step: str) -> str:
+    """Why a spark-submit step last failed for that hour (read by the failure alert; removed when a run starts)."""
+    return f"audit/{source}/runs/{hour_partition(hour)}/{step}.error.json"
+
+
 def silver_table_dir(source: str, db: str, table: str) -> str:
     """A source table's silver Delta table; db and table become path segments by `name_segment`."""
     return inside_lake(f"silver/{source}/{name_segment(db)}/{name_segment(table)}")
