@@ -5,7 +5,8 @@ The lock is `audit/<source>/lock.json`, created only if absent: `O_CREAT|O_EXCL`
 directory, a conditional put (`If-None-Match: *`) on S3. It names its owner (host, process, step), when it was
 taken and its heartbeat, which a daemon thread renews every `HEARTBEAT_SECONDS`. A holder that died (kill -9,
 a lost node) stops renewing it: once its heartbeat is older than `EXPIRY_SECONDS` the next writer takes it
-over. A step that finds the lock held fails at once with "source S is being written by <owner> since <time>".
+over, at once when the holder was a process of the same host that no longer runs. A step that finds the
+lock held fails at once with "source S is being written by <owner> since <time>".
 
 Within one process the lock is re-entrant (a replay runs apply hour by hour under its own lock).
 """
@@ -98,7 +99,7 @@ def _acquire(lake: Store, key: str, source: str, owner: str, since: str, now) ->
         stored = lake.stat(key)
         beat = current.get("heartbeat")  # a record without one (not ours): the object's own time
         heartbeat = datetime.fromisoformat(beat) if beat else stored.modified if stored else _EPOCH
-        if now() - heartbeat <= timedelta(seconds=EXPIRY_SECONDS):
+        if now() - heartbeat <= timedelta(seconds=EXPIRY_SECONDS) and not _dead_here(current.get("owner") or ""):
             raise SourceBusy(
                 f"source {source} is being written by {current.get('owner')} since {current.get('since')} "
                 f"(last heartbeat {current.get('heartbeat')}; lock {lake.child(key)})"
@@ -106,6 +107,21 @@ def _acquire(lake: Store, key: str, source: str, owner: str, since: str, now) ->
         log.warning("taking over the lock of source %s from %s: no heartbeat since %s", source, current, heartbeat)
         lake.delete(key)  # a dead holder's: the exclusive create above decides between concurrent takers
     raise SourceBusy(f"source {source}: could not take its lock {lake.child(key)} (contended)")
+
+
+def _dead_here(owner: str) -> bool:
+    """Whether the owner is a process of this host that no longer runs (killed: its lock can go at once)."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _read(lake: Store, key: str) -> dict | None:

@@ -51,7 +51,7 @@ from lakeloader import canonical as C
 from lakeloader import zones
 from lakeloader.compression import GZIP_SUFFIX, salvage, unsupported_compression
 from lakeloader.config import BINARY_FORMATS, SourceConfig
-from lakeloader.formats.common import REJECT_REASON, TOMBSTONE, UNWRAP_ERROR, base64_text
+from lakeloader.formats.common import MESSAGE_BYTES, REJECT_REASON, TOMBSTONE, UNWRAP_ERROR, base64_text
 from lakeloader.land import RawFiles
 from lakeloader.lines import export_name, read_numbered_lines
 
@@ -134,10 +134,14 @@ def guarded(messages: DataFrame, max_bytes: int, json_text: bool = True) -> Data
         problem = problem.when(
             text.rlike(_CONTROL), F.format_string(CONTROL_CHARACTER.replace("{}", "%s"), F.hex(control))
         )
+    valid = F.is_valid_utf8(text)
     return messages.withColumns(
         {
             UNWRAP_ERROR: F.coalesce(F.col(UNWRAP_ERROR), problem),
-            "text": F.when(too_large, F.lit("")).otherwise(text),
+            # parsers (and Python steps such as Avro decoding) only ever see valid UTF-8 text; the bytes as read
+            # go to quarantine
+            MESSAGE_BYTES: F.when(~too_large & ~valid, text.cast("binary")),
+            "text": F.when(too_large, F.lit("")).when(~valid, F.make_valid_utf8(text)).otherwise(text),
         }
     )
 
@@ -396,4 +400,4 @@ def framed(parsed: DataFrame) -> DataFrame:
             "kind": F.when(tombstone, F.lit(C.CONTROL)).otherwise(F.col("kind")),
             "op": F.when(tombstone, F.lit(TOMBSTONE_OP)).otherwise(F.col("op")),
         }
-    ).drop(UNWRAP_ERROR, TOMBSTONE)
+    ).drop(UNWRAP_ERROR, TOMBSTONE)  # MESSAGE_BYTES stays for the quarantine (lakeloader.parse)

@@ -12,14 +12,14 @@ import json
 from datetime import datetime
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakeloader import canonical as C
 from lakeloader import zones
 from lakeloader.config import SourceConfig
 from lakeloader.formats import PARSERS
-from lakeloader.formats.common import REJECT_REASON
+from lakeloader.formats.common import MESSAGE_BYTES, REJECT_REASON
 from lakeloader.land import raw_files, read_manifest
 from lakeloader.lock import writes_source
 from lakeloader.messages import framed, read_messages
@@ -58,8 +58,15 @@ def quarantine_rows(classified: DataFrame) -> DataFrame:
         "origin_line",
         *[f.name for f in C.POSITION_FIELDS],
         "batch_hour",
-        F.col("text").cast("binary").alias("message_bytes"),  # Spark's text reader keeps a line's bytes as read
+        message_bytes(classified).alias("message_bytes"),
     )
+
+
+def message_bytes(classified: DataFrame) -> Column:
+    """A quarantined message's bytes as read: kept by the framing when its text had to be made valid UTF-8, else
+    its text's bytes (Spark's text reader keeps a line's bytes as read)."""
+    text = F.col("text").cast("binary")
+    return F.coalesce(MESSAGE_BYTES, text) if MESSAGE_BYTES in classified.columns else text
 
 
 @writes_source("parse")
