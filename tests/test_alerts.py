@@ -321,3 +321,16 @@ def test_a_held_back_table_is_alerted_with_its_cause(tmp_path, http_receiver):
     assert body["kind"] == "table_held_back"
     assert body["summary"].startswith("Source shop: 1 table(s) could not be applied in hour 2026-11-22T09")
     assert body["details"] == {"tables": ["shop.poisoned: DeltaError: bad log"]}
+
+
+def test_a_failing_step_records_its_cause_and_a_new_try_clears_it(tmp_path):
+    from lakeloader.submit import recording_cause
+
+    source = _source(tmp_path)
+    hour = datetime(2026, 11, 22, 9, tzinfo=UTC)
+    record = tmp_path / "lake" / zones.run_error_key("shop", hour, "apply")
+    with pytest.raises(ValueError), recording_cause(source, hour, "apply"):
+        raise ValueError("bad table")
+    assert json.loads(record.read_text()) == {"step": "apply", "error": "ValueError: bad table"}
+    with recording_cause(source, hour, "apply"):
+        assert not record.exists()
