@@ -360,10 +360,10 @@ CASE_TWINS = "column names that differ only by case (Delta column names are case
 
 
 def name_problem() -> Column:
-    """Why a data or DDL message's names cannot be stored (NULL when they can): an empty db or table name; a
-    column named with the loader's `_cdc_` prefix (any case), which would collide with its metadata; two
-    columns whose names differ only by case, which Delta takes as one. Such a message is quarantined, never
-    renamed: the rule is documented in docs/reliability.md. Every other name is stored (zones.name_segment)."""
+    """Why a data or DDL message's names cannot be stored (NULL when they can): a data message's empty db or
+    table name; a column named with the loader's `_cdc_` prefix (any case), which would collide with its
+    metadata; two columns whose names differ only by case, which Delta takes as one. Such a message is
+    quarantined, never renamed (docs/reliability.md). Every other name is stored (zones.name_segment)."""
     names = F.array_distinct(
         F.concat(
             F.coalesce(F.map_keys("before"), F.array().cast("array<string>")),
@@ -374,10 +374,10 @@ def name_problem() -> Column:
     reserved = F.filter(names, lambda n: F.lower(n).startswith(RESERVED_PREFIX))
     lowered = F.transform(names, lambda n: F.lower(n))
     twins = F.filter(names, lambda n: F.size(F.filter(lowered, lambda m: m == F.lower(n))) > 1)
-    named = F.col("kind").isin(C.DATA, C.DDL)
+    named, data = F.col("kind").isin(C.DATA, C.DDL), F.col("kind") == C.DATA  # a DDL message may name no table
     return (
-        F.when(named & (F.col("table") == ""), F.lit(EMPTY_NAME.format("table")))
-        .when(named & (F.col("db") == ""), F.lit(EMPTY_NAME.format("database")))
+        F.when(data & (F.col("table") == ""), F.lit(EMPTY_NAME.format("table")))
+        .when(data & (F.col("db") == ""), F.lit(EMPTY_NAME.format("database")))
         .when(named & (F.size(reserved) > 0), F.concat(F.lit(RESERVED_COLUMNS), F.array_join(reserved, ", ")))
         .when(
             named & (F.size(F.array_distinct(lowered)) < F.size(names)),
