@@ -15,6 +15,7 @@ import sys
 from lakeloader import zones
 from lakeloader.config import ConfigError, load_source
 from lakeloader.reconcile_report import ACCOUNTING, CHECKS, findings
+from lakeloader.submit import recording_cause
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,11 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     from lakeloader.spark import spark_session
 
     label = args.label or f"{zones.format_hour(first)}--{zones.format_hour(last)}-{'-'.join(checks)}"
-    spark = spark_session(f"lakeloader-{source.name}-reconcile-{label}")
-    try:
-        report = run_reconcile(spark, source, zones.hour_range(first, last), checks, label)
-    finally:
-        spark.stop()
+    with recording_cause(source, first, "reconcile"):
+        spark = spark_session(f"lakeloader-{source.name}-reconcile-{label}")
+        try:
+            report = run_reconcile(spark, source, zones.hour_range(first, last), checks, label)
+        finally:
+            spark.stop()
     summary = {"step": "reconcile", "ok": report["ok"], "report": report["report_uri"], "findings": findings(report)}
     print(json.dumps(summary, default=str))
     return 0

@@ -1,4 +1,5 @@
-"""Airflow plugin of lakeloader: registers the custom Deadline Alert reference (data interval end).
+"""Airflow plugin of lakeloader: registers the custom Deadline Alert reference (data interval end) and the
+listener that creates the sources' pools when a scheduler starts (lakeloader_airflow.pool_listener).
 
 Airflow loads every .py file of the plugins folder; `.airflowignore` keeps it out of the lakeloader_airflow
 package, which is imported as a normal package instead.
@@ -6,9 +7,11 @@ package, which is imported as a normal package instead.
 
 from airflow.plugins_manager import AirflowPlugin
 
+from lakeloader_airflow import pool_listener
 from lakeloader_airflow.deadlines import DataIntervalEnd
 
 
 class LakeloaderPlugin(AirflowPlugin):
     name = "lakeloader"
     deadline_references = [DataIntervalEnd]
+    listeners = [pool_listener]

@@ -243,8 +243,94 @@ def test_failure_callback_alerts_once_and_skips_checks_that_already_alerted(tmp_
     with pytest.raises(RuntimeError):  # the SMTP channel has no connection configured here; the webhook still went
         callback({"ti": TaskInstance(), "exception": OSError("disk full"), "data_interval_start": NOW})
     [body] = _webhook_bodies(http_receiver)
-    assert (
-        body["summary"] == "Source shop: task land of lakeloader_shop_hourly failed after 3 tries (hour 2026-11-22T09)"
+    assert body["summary"] == (
+        "Source shop: OSError: disk full (task land of lakeloader_shop_hourly failed after 3 tries, hour 2026-11-22T09)"
     )
     assert body["details"] == {"error": "OSError: disk full"}
     assert body["run_url"].endswith("/dags/lakeloader_shop_hourly/runs/manual__y/tasks/land")
+
+
+class _Failing:
+    """A webhook endpoint that answers 500 to everything (a thread of this process)."""
+
+    def __enter__(self) -> str:
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.send_response(500)
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.server.server_port}"
+
+    def __exit__(self, *_) -> None:
+        self.server.shutdown()
+
+
+def test_a_failing_webhook_never_puts_its_url_or_headers_in_an_error_or_a_log_line(tmp_path, caplog):
+    with _Failing() as base:
+        url = f"{base}/hooks/SECRET-PATH-TOKEN?token=SECRET-QUERY"
+        source = _source(tmp_path, (WebhookAlert(type="webhook", url=url, headers={"X-Token": "SECRET-HEADER"}),))
+        alert = alerts.Alert(source="shop", kind="deadline_missed", summary="late")
+        with pytest.raises(RuntimeError) as sync_error:
+            alerts.deliver(source, alert)
+        with pytest.raises(RuntimeError) as async_error:
+            asyncio.run(alerts.adeliver(source, alert))
+    for text in (str(sync_error.value), str(async_error.value), caplog.text):
+        assert "SECRET" not in text
+    port = base.rsplit(":", 1)[1]
+    assert f"webhook http://127.0.0.1:{port}/<redacted> answered HTTP 500" in str(sync_error.value)
+    assert f"webhook http://127.0.0.1:{port}/<redacted> answered HTTP 500" in str(async_error.value)
+
+
+def test_a_failed_spark_step_alert_leads_with_its_cause_not_the_spark_submit_command(tmp_path, http_receiver):
+    config = tmp_path / "sources.yaml"
+    config.write_text(
+        "sources:\n  - name: shop\n    format: dataworks_json\n    export_uri: exports\n"
+        f"    lake_root: {tmp_path / 'lake'}\n    alerts:\n      - {{type: webhook, url: '{http_receiver.url}/hook'}}\n"
+    )
+    hour = datetime(2026, 11, 22, 9, tzinfo=UTC)
+    cause = "SourceBusy: source shop is being written by host:42:apply:ab12 since 2026-11-22T09:05:00+00:00"
+    record = tmp_path / "lake" / zones.run_error_key("shop", hour, "apply")
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"step": "apply", "error": cause}))
+
+    class TaskInstance:
+        dag_id, task_id, run_id, try_number = "lakeloader_shop_hourly", "apply", "manual__y", 3
+
+    failure = RuntimeError("Cannot execute: spark-submit --master local[*] --conf ... jobs/apply.py --source shop")
+    FailureAlert("shop", str(config))({"ti": TaskInstance(), "exception": failure, "data_interval_start": hour})
+
+    [body] = _webhook_bodies(http_receiver)
+    assert body["summary"].startswith(f"Source shop: {cause} (task apply of lakeloader_shop_hourly failed")
+    assert body["details"]["cause"] == cause
+
+
+def test_a_held_back_table_is_alerted_with_its_cause(tmp_path, http_receiver):
+    source = _source(tmp_path, (WebhookAlert(type="webhook", url=f"{http_receiver.url}/hook"),))
+    held = {"shop.poisoned": {"db": "shop", "table": "poisoned", "error": "DeltaError: bad log", "changes": 1}}
+    checks._alert_held_back(source, {"hour": "2026-11-22T09", "held_back": held}, "lakeloader_shop_hourly", "r")
+    [body] = _webhook_bodies(http_receiver)
+    assert body["kind"] == "table_held_back"
+    assert body["summary"].startswith("Source shop: 1 table(s) could not be applied in hour 2026-11-22T09")
+    assert body["details"] == {"tables": ["shop.poisoned: DeltaError: bad log"]}
+
+
+def test_a_failing_step_records_its_cause_and_a_new_try_clears_it(tmp_path):
+    from lakeloader.submit import recording_cause
+
+    source = _source(tmp_path)
+    hour = datetime(2026, 11, 22, 9, tzinfo=UTC)
+    record = tmp_path / "lake" / zones.run_error_key("shop", hour, "apply")
+    with pytest.raises(ValueError), recording_cause(source, hour, "apply"):
+        raise ValueError("bad table")
+    assert json.loads(record.read_text()) == {"step": "apply", "error": "ValueError: bad table"}
+    with recording_cause(source, hour, "apply"):
+        assert not record.exists()

@@ -533,3 +533,14 @@ def test_messages_from_before_a_ddl_delivered_after_it_do_not_bring_dropped_or_r
 
     assert user_rows(silver(source)) == (["id", "title"], [(1, "a"), (2, "b")])
     assert user_rows(silver(source, "bag")) == (["id"], [(1,)])
+
+
+def test_reapplying_an_hour_adds_nothing_to_the_schema_history(spark, tmp_path):
+    source = make_source(tmp_path)
+    hour5, _ = evolving_stream()
+    write(source, "h5.json", [*hour5, alter(6, "CREATE DATABASE other"), alter(7, "ALTER TABLE gone ADD x INT")], H5)
+    run_hours(spark, source, [H5], emit=lambda _: None)
+    first = history(source)
+    run_apply(spark, source, H5)
+    run_apply(spark, source, H5)
+    assert len(history(source)) == len(first) == 4

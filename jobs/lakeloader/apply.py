@@ -9,6 +9,11 @@ DDL takes effect at its place in the sequence: a table's changes are split into 
 messages, and segment i is merged before DDL i is performed (`lakeloader.ddl`). Changes to a table
 renamed in this batch are grouped with its old name, so they continue the same silver table.
 
+Per-table isolation: a table whose changes cannot be applied, whatever the cause (a broken table, a name or a
+column the engine refuses), is held back: its changes stay in bronze, the hour's other tables commit, the apply
+report lists it under `held_back` (the verify task alerts) and `state/<source>/held_back.json` remembers its
+hours, so the next run of any hour (or a replay) retries it with those hours' changes as one batch.
+
 Collected to the driver: table shapes (column names and types), the batch's DDL messages and, one table
 segment at a time, its deduplicated change set as Arrow (what delta-rs merges).
 See docs/semantics.md and docs/ddl.md for the rules.
@@ -52,6 +57,8 @@ from lakeloader.ddl.widening import widest
 from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
 from lakeloader.engine.deltars import DeltaRsEngine, quote
+from lakeloader.lake_index import record_names
+from lakeloader.lock import writes_source
 from lakeloader.multiset import multiset_actions
 from lakeloader.ordering import POSITION, TableShape, change_counts, key_actions, table_shapes, with_order
 from lakeloader.silver import (
@@ -111,6 +118,7 @@ def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime)
     )
 
 
+@writes_source("apply")
 def run_apply(
     spark: SparkSession,
     source: SourceConfig,
@@ -122,11 +130,13 @@ def run_apply(
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
     engine = engine or DeltaRsEngine(delta_storage_options(source.lake_root, source.s3_endpoint_url))
     hour_text = zones.format_hour(hour)
-    bronze = read_bronze(spark, lake, source.name, hour)
+    held = read_held_back(lake, source.name)
+    bronze = with_held_back(spark, lake, source.name, hour, read_bronze(spark, lake, source.name, hour), held)
     log = partial(read_change_log, spark, lake, source.name)  # read only when the hour touches a keyless table
     commit_info = {"lakeloader.hour": hour_text}
     due = recluster_due(source, hour)
     applied = apply_changes(source, bronze, log, lake, engine, hour_text, commit_info, recluster=due)
+    write_held_back(lake, source.name, hour_text, held, applied["held_back"])
     report = {"source": source.name, "hour": hour_text, **applied}
     lake.write_bytes(zones.run_report_key(source.name, hour, "apply"), json.dumps(report, indent=1).encode())
     return report
@@ -163,7 +173,15 @@ def apply_changes(
     data = with_segments(with_identities(with_moves(data, moves), identities), events_by_table)
     data = with_order(data, source.format)
     configured = {source.table_name(name): list(key) for name, key in source.primary_keys.items()}
-    shapes = [_keyed(engine, lake, source.name, shape, configured) for shape in table_shapes(data, configured)]
+    held_back: dict[str, dict] = {}
+    shapes = []
+    for shape in table_shapes(data, configured):
+        try:
+            shapes.append(_keyed(engine, lake, source.name, shape, configured))
+        except Exception as error:
+            held_back[_held_name(shape.db, shape.table)] = _held(shape.db, shape.table, error)
+    held_ids = {(h["db"], h["table"]) for h in held_back.values()}
+    shapes = [s for s in shapes if (s.db, s.table) not in held_ids]
     keyed = [s for s in shapes if s.key]
     # keyless tables: counted once for the batch, or segment by segment around the batch's DDL (`_Multisets`)
     counted_once = _multiset_shapes([s for s in shapes if not s.key and (s.db, s.table) not in events_by_table])
@@ -188,9 +206,15 @@ def apply_changes(
     writer = _Batch(engine, lake, source, commit_info, loaded_at, actions, recluster, multisets)
     tables: dict[str, dict] = {}
     try:
-        for db, table in sorted({(s.db, s.table) for s in shapes} | set(events_by_table)):
+        for db, table in sorted({(s.db, s.table) for s in shapes} | set(events_by_table) - held_ids):
             segments = {s.segment: s for s in shapes if (s.db, s.table) == (db, table)}
-            counts = writer.apply_table(db, table, segments, events_by_table.get((db, table), []))
+            try:
+                counts = writer.apply_table(db, table, segments, events_by_table.get((db, table), []))
+            except D.DdlPolicyError:
+                raise  # the source asked to stop at unsupported DDL
+            except Exception as error:
+                held_back[_held_name(db, table)] = _held(db, table, error)
+                continue
             changes, duplicates = counts_per_table.get((db, table), (0, 0))
             tables[f"{db}.{table}"] = {"changes": changes, "duplicates": duplicates, **counts}
     finally:
@@ -208,8 +232,14 @@ def apply_changes(
             loaded_at,
             commit_info,
         )
+    for name, entry in held_back.items():
+        entry["changes"] = counts_per_table.get((entry["db"], entry["table"]), (0, 0))[0]
+        logging.getLogger(__name__).error(
+            "held back table %s: its changes stay in bronze until a later run applies them: %s", name, entry["error"]
+        )
     return {
         "tables": tables,
+        "held_back": held_back,
         "ddl": {status: sum(e.status == status for e in events) for status in sorted({e.status for e in events})},
         "ddl_unsupported": [_unsupported(e) for e in events if e.unsupported],
         "schema_changes": [_schema_change(e) for e in writer.widenings],
@@ -258,6 +288,55 @@ def _counted(reasons) -> dict[str, int]:
     return counts
 
 
+def _held_name(db: str, table: str) -> str:
+    return f"{db}.{table}"
+
+
+def _held(db: str, table: str, error: BaseException) -> dict:
+    """A held-back table as the apply report lists it: its names and the cause (first line, bounded)."""
+    cause = f"{type(error).__name__}: {error}".strip().splitlines()[0][:500]
+    return {"db": db, "table": table, "error": cause}
+
+
+HELD_BACK_KEY = "state/{source}/held_back.json"
+
+
+def read_held_back(lake: Store, source: str) -> list[dict]:
+    """Tables held back by earlier runs: [{db, table, hours, error}] (`state/<source>/held_back.json`)."""
+    key = HELD_BACK_KEY.format(source=source)
+    return json.loads(lake.read_bytes(key)) if lake.stat(key) is not None else []
+
+
+def with_held_back(
+    spark: SparkSession, lake: Store, source: str, hour: datetime, bronze: DataFrame, held: list[dict]
+) -> DataFrame:
+    """The hour's bronze plus, for each held-back table, its changes of the earlier hours it is held for (one
+    batch: the merge rules make the order of hours irrelevant)."""
+    current = zones.format_hour(hour)
+    for entry in held:
+        for hour_text in entry["hours"]:
+            if hour_text == current:
+                continue
+            earlier = read_bronze(spark, lake, source, zones.parse_hour(hour_text))
+            its_table = (F.col("db") == entry["db"]) & (F.col("table") == entry["table"])
+            bronze = bronze.unionByName(earlier.where(its_table))
+    return bronze
+
+
+def write_held_back(lake: Store, source: str, hour_text: str, before: list[dict], now: dict[str, dict]) -> None:
+    """Record the tables this run held back with every hour whose changes they still miss; a table applied by
+    this run leaves the list."""
+    hours = {(e["db"], e["table"]): e["hours"] for e in before}
+    entries = [
+        {**{k: e[k] for k in ("db", "table", "error")},
+         "hours": sorted({*hours.get((e["db"], e["table"]), []), hour_text})}
+        for e in now.values()
+    ]  # fmt: skip
+    key = HELD_BACK_KEY.format(source=source)
+    if entries or lake.stat(key) is not None:
+        lake.write_bytes(key, json.dumps(sorted(entries, key=lambda e: (e["db"], e["table"])), indent=1).encode())
+
+
 def _unsupported(event: DdlEvent) -> dict:
     """A DDL message skipped under the source's policy, as the apply report lists it (and alerts quote it)."""
     return {
@@ -301,6 +380,8 @@ class _Batch:
                 recount = recount or (keyless and _renames_or_drops(events[segment]) != [])
         uri = self.lake.child(location.silver_key())
         exists = self.engine.exists(uri)
+        if exists:
+            record_names(self.lake, self.source.name, location.db, location.table)
         if exists and self.recluster:
             totals["recluster_files"] = self._recluster(uri)
         return {

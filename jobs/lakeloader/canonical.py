@@ -74,10 +74,11 @@ QUARANTINE_SCHEMA = T.StructType(
         T.StructField("reason", T.StringType(), False),
         T.StructField("db", T.StringType(), True),  # when the message got far enough to name them
         T.StructField("table", T.StringType(), True),
-        T.StructField("message", T.StringType(), True),
+        T.StructField("message", T.StringType(), True),  # the message as valid UTF-8 (bad bytes as U+FFFD)
         T.StructField("origin_file", T.StringType(), False),
         T.StructField("origin_line", T.LongType(), False),
         *POSITION_FIELDS,
         T.StructField("batch_hour", T.StringType(), False),
+        T.StructField("message_bytes", T.BinaryType(), True),  # the message's bytes exactly as landed
     ]
 )

@@ -135,6 +135,12 @@ class SourceConfig(_Strict):
     owner: str = Field(
         default="lakeloader", min_length=1, description="owner of the source's DAGs' tasks, shown in the Airflow UI"
     )
+    max_message_bytes: int = Field(
+        default=4 * 2**20,
+        ge=1024,
+        description="largest message loaded, in bytes; a larger one is quarantined as too large with its size and "
+        "position, without being parsed (so one huge line cannot run the driver out of memory)",
+    )
     tombstone_retention_hours: int = Field(
         default=720, ge=1, description="how long a deleted key blocks older changes that arrive late"
     )

@@ -29,6 +29,7 @@ from typing import BinaryIO
 from lakeloader import zones
 from lakeloader.compression import GZIP_SUFFIX, GzipStream, unsupported_compression
 from lakeloader.config import SourceConfig
+from lakeloader.lock import writes_source
 from lakeloader.storage import Store, open_store, spark_path
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,7 @@ class _HashingReader:
         return chunk
 
 
+@writes_source("land")
 def land_hour(
     source: SourceConfig, hour: datetime, exports: Store | None = None, lake: Store | None = None
 ) -> LandResult:

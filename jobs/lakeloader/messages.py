@@ -31,6 +31,14 @@ one quarantined message at the line where the damage begins, with the damage as 
 A file in a compression that cannot be read (lakeloader.compression) is not read: it is one quarantined
 message at line 1 with the reason.
 
+Every message then passes `guarded`, before any parser sees it: a message longer than the source's
+`max_message_bytes` is quarantined as too large with its size, its text dropped unparsed (its length is the
+JVM's count of the bytes read: no regex or JSON work touches it); a message whose bytes are not valid UTF-8,
+or (JSON formats) that holds a control character JSON does not allow unescaped (a NUL, ...), is quarantined
+with that reason. Spark's text reader keeps a line's bytes as read, so the quarantine stores them exactly
+(`message_bytes`). With `lines` the size limit holds before anything reads a message's content; `concatenated`
+and `kcat` first group lines or unwrap envelopes, which reads each line whole.
+
 Splitting `.bin` files and salvaging damaged `.gz` files is the only Python here (mapInArrow, a whole file at
 a time, so such a file must fit in a task's memory).
 """
@@ -47,7 +55,7 @@ from lakeloader import canonical as C
 from lakeloader import zones
 from lakeloader.compression import GZIP_SUFFIX, salvage, unsupported_compression
 from lakeloader.config import BINARY_FORMATS, SourceConfig
-from lakeloader.formats.common import REJECT_REASON, TOMBSTONE, UNWRAP_ERROR, base64_text
+from lakeloader.formats.common import MESSAGE_BYTES, REJECT_REASON, TOMBSTONE, UNWRAP_ERROR, base64_text
 from lakeloader.land import RawFiles
 from lakeloader.lines import export_name, read_numbered_lines
 
@@ -105,7 +113,8 @@ def read_messages(spark: SparkSession, files: RawFiles, source: SourceConfig, ba
     if files.export_keys:
         keys = F.create_map(*[F.lit(text) for pair in files.export_keys.items() for text in pair])
         messages = messages.withColumn("origin_file", F.coalesce(keys[F.col("origin_file")], F.col("origin_file")))
-    return with_offsets_of_file_names(messages, source.export_layout)
+    messages = with_offsets_of_file_names(messages, source.export_layout)
+    return guarded(messages, source.max_message_bytes, json_text=source.format not in NOT_JSON_FORMATS)
 
 
 # `<topic>+<partition>+<start offset>[.extension]`: the Kafka Connect S3 sink's object names (kcat-based
@@ -130,6 +139,40 @@ def with_offsets_of_file_names(messages: DataFrame, layout: str) -> DataFrame:
     known = F.col("origin_offset").isNotNull()
     return messages.withColumns(
         {column: F.when(~known & named, value).otherwise(F.col(column)) for column, value in by_name.items()}
+    )
+
+
+TOO_LARGE = "message too large: {} bytes (max_message_bytes {})"
+NOT_UTF8 = "message is not valid UTF-8 text"
+CONTROL_CHARACTER = "message holds a control character JSON does not allow unescaped (byte 0x{})"
+# bytes 0x00-0x1F other than tab, line feed and carriage return (JSON's whitespace)
+_CONTROL = "[\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F]"
+NOT_JSON_FORMATS = (*BINARY_FORMATS, "datahub_tuple")  # Base64 or CSV text: JSON's rules do not apply
+
+
+def guarded(messages: DataFrame, max_bytes: int, json_text: bool = True) -> DataFrame:
+    """Messages with the byte-level checks applied (module docstring): the first problem of a message without a
+    framing error becomes its framing error; a too-large message's text becomes empty."""
+    text = F.col("text")
+    size = F.octet_length(text)  # the UTF8String's byte count: no decoding, no copy
+    too_large = size > max_bytes
+    problem = F.when(too_large, F.format_string(TOO_LARGE.replace("{}", "%d"), size, F.lit(max_bytes))).when(
+        ~F.is_valid_utf8(text), F.lit(NOT_UTF8)
+    )
+    if json_text:
+        control = F.regexp_extract(text, f"({_CONTROL})", 1)
+        problem = problem.when(
+            text.rlike(_CONTROL), F.format_string(CONTROL_CHARACTER.replace("{}", "%s"), F.hex(control))
+        )
+    valid = F.is_valid_utf8(text)
+    return messages.withColumns(
+        {
+            UNWRAP_ERROR: F.coalesce(F.col(UNWRAP_ERROR), problem),
+            # parsers (and Python steps such as Avro decoding) only ever see valid UTF-8 text; the bytes as read
+            # go to quarantine
+            MESSAGE_BYTES: F.when(~too_large & ~valid, text.cast("binary")),
+            "text": F.when(too_large, F.lit("")).when(~valid, F.make_valid_utf8(text)).otherwise(text),
+        }
     )
 
 
@@ -340,16 +383,51 @@ def _length_prefixed(data: bytes) -> Iterator[tuple[bytes, str | None]]:
         position = start + length
 
 
+RESERVED_PREFIX = "_cdc_"
+EMPTY_NAME = "empty {} name: a table cannot be stored under it"
+RESERVED_COLUMNS = f"column name(s) reserved for the loader's metadata (prefix {RESERVED_PREFIX}, any case): "
+CASE_TWINS = "column names that differ only by case (Delta column names are case-insensitive): "
+
+
+def name_problem() -> Column:
+    """Why a data or DDL message's names cannot be stored (NULL when they can): a data message's empty db or
+    table name; a column named with the loader's `_cdc_` prefix (any case), which would collide with its
+    metadata; two columns whose names differ only by case, which Delta takes as one. Such a message is
+    quarantined, never renamed (docs/reliability.md). Every other name is stored (zones.name_segment)."""
+    names = F.array_distinct(
+        F.concat(
+            F.coalesce(F.map_keys("before"), F.array().cast("array<string>")),
+            F.coalesce(F.map_keys("after"), F.array().cast("array<string>")),
+            F.coalesce(F.transform("columns", lambda c: c["name"]), F.array().cast("array<string>")),
+        )
+    )
+    reserved = F.filter(names, lambda n: F.lower(n).startswith(RESERVED_PREFIX))
+    lowered = F.transform(names, lambda n: F.lower(n))
+    twins = F.filter(names, lambda n: F.size(F.filter(lowered, lambda m: m == F.lower(n))) > 1)
+    named, data = F.col("kind").isin(C.DATA, C.DDL), F.col("kind") == C.DATA  # a DDL message may name no table
+    return (
+        F.when(data & (F.col("table") == ""), F.lit(EMPTY_NAME.format("table")))
+        .when(data & (F.col("db") == ""), F.lit(EMPTY_NAME.format("database")))
+        .when(named & (F.size(reserved) > 0), F.concat(F.lit(RESERVED_COLUMNS), F.array_join(reserved, ", ")))
+        .when(
+            named & (F.size(F.array_distinct(lowered)) < F.size(names)),
+            F.concat(F.lit(CASE_TWINS), F.array_join(F.array_sort(twins), ", ")),
+        )
+    )
+
+
 def framed(parsed: DataFrame) -> DataFrame:
     """A parser's rows with the framing applied: a framing error quarantines the message with its reason, a
     tombstone becomes a control message (op TOMBSTONE). Rows of lines read without framing pass unchanged."""
     if TOMBSTONE not in parsed.columns:
-        return parsed
+        return parsed.withColumn(REJECT_REASON, F.coalesce(REJECT_REASON, name_problem()))
     tombstone = F.col(TOMBSTONE)
     return parsed.withColumns(
         {
-            REJECT_REASON: F.when(tombstone, F.lit(None)).otherwise(F.coalesce(UNWRAP_ERROR, REJECT_REASON)),
+            REJECT_REASON: F.when(tombstone, F.lit(None)).otherwise(
+                F.coalesce(UNWRAP_ERROR, REJECT_REASON, name_problem())
+            ),
             "kind": F.when(tombstone, F.lit(C.CONTROL)).otherwise(F.col("kind")),
             "op": F.when(tombstone, F.lit(TOMBSTONE_OP)).otherwise(F.col("op")),
         }
-    ).drop(UNWRAP_ERROR, TOMBSTONE)
+    ).drop(UNWRAP_ERROR, TOMBSTONE)  # MESSAGE_BYTES stays for the quarantine (lakeloader.parse)

@@ -12,15 +12,16 @@ import json
 from datetime import datetime
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakeloader import canonical as C
 from lakeloader import zones
 from lakeloader.config import SourceConfig
 from lakeloader.formats import PARSERS
-from lakeloader.formats.common import REJECT_REASON
+from lakeloader.formats.common import MESSAGE_BYTES, REJECT_REASON
 from lakeloader.land import raw_files, read_manifest
+from lakeloader.lock import writes_source
 from lakeloader.messages import framed, read_messages
 from lakeloader.storage import Store, open_store, spark_path
 
@@ -55,14 +56,23 @@ def quarantine_rows(classified: DataFrame) -> DataFrame:
         F.col(REJECT_REASON).alias("reason"),
         "db",
         "table",
-        F.col("text").alias("message"),
+        F.make_valid_utf8("text").alias("message"),
         "origin_file",
         "origin_line",
         *[f.name for f in C.POSITION_FIELDS],
         "batch_hour",
+        message_bytes(classified).alias("message_bytes"),
     )
 
 
+def message_bytes(classified: DataFrame) -> Column:
+    """A quarantined message's bytes as read: kept by the framing when its text had to be made valid UTF-8, else
+    its text's bytes (Spark's text reader keeps a line's bytes as read)."""
+    text = F.col("text").cast("binary")
+    return F.coalesce(MESSAGE_BYTES, text) if MESSAGE_BYTES in classified.columns else text
+
+
+@writes_source("parse")
 def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: Store | None = None) -> dict:
     """Parse the hour's manifest into bronze and quarantine; returns (and records) the counts."""
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)

@@ -35,6 +35,7 @@ from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.lake_index import silver_tables
 from lakeloader.land import raw_files, read_manifest
+from lakeloader.lock import writes_source
 from lakeloader.messages import read_messages
 from lakeloader.parse import EXCLUDED, OUTCOME, QUARANTINED, classify
 from lakeloader.reconcile_report import ACCOUNTING, CHECKS, SNAPSHOT, STATE, audit_rows, render_markdown
@@ -191,10 +192,21 @@ def _sample(statuses: DataFrame, status: str) -> list[dict]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def quoted(name: str) -> str:
+    """A column name as a Spark identifier: backticks around it, its own backticks doubled, so a name holding a
+    `.` or a backtick is one column, never a nested field."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def col(name: str, frame_alias: str | None = None) -> Column:
+    """The column named exactly `name` (of the frame aliased `frame_alias`)."""
+    return F.col(f"{frame_alias}.{quoted(name)}" if frame_alias else quoted(name))
+
+
 def row_hash(columns: list[str]) -> Column:
     """xxhash64 of all columns, plus their null flags (xxhash64 skips NULLs, so (NULL, 1) would equal (1, NULL))."""
-    flags = F.array(*[F.col(c).isNull() for c in columns])
-    return F.xxhash64(*[F.col(c) for c in columns], flags)
+    flags = F.array(*[col(c).isNull() for c in columns])
+    return F.xxhash64(*[col(c) for c in columns], flags)
 
 
 def checksum(hashes: Column) -> Column:
@@ -209,9 +221,9 @@ def compare(expected: DataFrame, actual: DataFrame, key: list[str], columns: lis
     """
     types = dict(expected.dtypes)
     aligned = actual.select(
-        *[(F.col(c).cast(types[c]) if c in actual.columns else F.lit(None).cast(types[c])).alias(c) for c in columns]
+        *[(col(c).cast(types[c]) if c in actual.columns else F.lit(None).cast(types[c])).alias(c) for c in columns]
     )
-    sides = {"expected": expected.select(*columns), "actual": aligned}
+    sides = {"expected": expected.select(*[col(c) for c in columns]), "actual": aligned}
     totals = (
         sides["expected"]
         .select(F.lit("expected").alias("side"), row_hash(columns).alias("h"))
@@ -240,13 +252,13 @@ def compare(expected: DataFrame, actual: DataFrame, key: list[str], columns: lis
 def _differing_keys(expected: DataFrame, actual: DataFrame, key: list[str], columns: list[str]) -> dict:
     def per_key(frame: DataFrame, alias: str) -> DataFrame:
         return (
-            frame.select(*key, row_hash(columns).alias("h"))
-            .groupBy(*key)
+            frame.select(*[col(k) for k in key], row_hash(columns).alias("h"))
+            .groupBy(*[col(k) for k in key])
             .agg(F.count("*").alias("n"), checksum(F.col("h")).alias("s"))
             .alias(alias)
         )
 
-    on = [F.col(f"e.`{k}`").eqNullSafe(F.col(f"a.`{k}`")) for k in key]
+    on = [col(k, "e").eqNullSafe(col(k, "a")) for k in key]
     joined = per_key(expected, "e").join(per_key(actual, "a"), on, "full_outer")
     same = F.col("e.n").eqNullSafe(F.col("a.n")) & F.col("e.s").eqNullSafe(F.col("a.s"))
     problem = (
@@ -256,7 +268,7 @@ def _differing_keys(expected: DataFrame, actual: DataFrame, key: list[str], colu
         .otherwise(F.lit("values differ"))
     )
     differing = joined.where(~same).select(
-        F.struct(*[F.coalesce(F.col(f"e.`{k}`"), F.col(f"a.`{k}`")).cast("string").alias(k) for k in key]).alias("key"),
+        F.struct(*[F.coalesce(col(k, "e"), col(k, "a")).cast("string").alias(k) for k in key]).alias("key"),
         problem.alias("problem"),
     )
     differing = differing.persist(StorageLevel.MEMORY_AND_DISK)
@@ -264,7 +276,7 @@ def _differing_keys(expected: DataFrame, actual: DataFrame, key: list[str], colu
         count = differing.count()
         sample = [
             {"key": r["key"].asDict(), "problem": r["problem"]}
-            for r in differing.orderBy(*[F.col(f"key.`{k}`") for k in key]).limit(SAMPLE_SIZE).collect()
+            for r in differing.orderBy(*[col(k, "key") for k in key]).limit(SAMPLE_SIZE).collect()
         ]
     finally:
         differing.unpersist()
@@ -289,7 +301,7 @@ def silver_frame(spark: SparkSession, uri: str, storage_options: dict[str, str] 
     )
     files = [spark_path(u) if "://" not in u else u.replace("s3://", "s3a://", 1) for u in table.file_uris()]
     frame = spark.read.schema(physical).parquet(*files) if files else spark.createDataFrame([], physical)
-    return frame.select(*[F.col(f"`{p.name}`").alias(f.name) for p, f in zip(physical, logical, strict=True)])
+    return frame.select(*[col(p.name).alias(f.name) for p, f in zip(physical, logical, strict=True)])
 
 
 def check_state(spark: SparkSession, source: SourceConfig, lake: Store, label: str) -> list[dict]:
@@ -351,7 +363,7 @@ def snapshot_frame(spark: SparkSession, source: SourceConfig, directory: str, ty
     text = dict(frame.dtypes)
 
     def converted(name: str) -> Column:
-        value = F.col(f"`{name}`")
+        value = col(name)
         if types[name] == "binary" and text[name] == "string":
             return F.try_to_binary(value, F.lit("base64")).alias(name)
         return value.try_cast(types[name]).alias(name)
@@ -422,6 +434,7 @@ def _now() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
+@writes_source("reconcile")
 def run_reconcile(
     spark: SparkSession,
     source: SourceConfig,

@@ -21,6 +21,7 @@ from lakeloader import zones
 from lakeloader.config import SourceConfig
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.lake_index import silver_table_ids
+from lakeloader.lock import writes_source
 from lakeloader.replay_plan import REAPPLY
 from lakeloader.replica import replica
 from lakeloader.silver import KEY_PROPERTY
@@ -69,6 +70,7 @@ def _replace_table(uri: str, replica_uri: str, storage_options: dict[str, str] |
     return {"rows_before": before, "rows": engine.row_count(uri), "uri": uri, "key": json.loads(key) if key else None}
 
 
+@writes_source("replay")
 def run_replay(spark: SparkSession, source: SourceConfig, plan: dict, label: str, lake: Store | None = None) -> dict:
     """Carry out the plan and write its report to audit/<source>/replay/<label>.json."""
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)

@@ -23,15 +23,19 @@ def run_hours(spark, source: SourceConfig, hours: list[datetime], emit=print) ->
     from lakeloader.apply import run_apply
     from lakeloader.parse import run_parse
 
+    steps = (
+        ("land", lambda hour: land_hour(source, hour).summary()),
+        ("parse", lambda hour: run_parse(spark, source, hour)),
+        ("apply", lambda hour: run_apply(spark, source, hour)),
+    )
     reports = []
     for hour in hours:
-        for step, report in (
-            ("land", land_hour(source, hour).summary()),
-            ("parse", run_parse(spark, source, hour)),
-            ("apply", run_apply(spark, source, hour)),
-        ):
-            emit(json.dumps({"step": step, **report}, default=str))
-            reports.append({"step": step, **report})
+        for step, run in steps:  # each step's report as soon as it is done: progress, not a wait for the hour
+            if emit is print:
+                print(f"{step} {zones.format_hour(hour)} ...", file=sys.stderr, flush=True)
+            report = {"step": step, **run(hour)}
+            emit(json.dumps(report, default=str))
+            reports.append(report)
     return reports
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 from urllib.parse import urlparse
 
+from lakeloader.zones import inside_lake
+
 
 @dataclass(frozen=True)
 class StoredObject:
@@ -55,6 +57,12 @@ class Store(Protocol):
         """Delete every object under `prefix/` (scratch zones only); nothing there is not an error."""
         ...
 
+    def create_exclusive(self, key: str, data: bytes) -> bool:
+        """Write `key` only if no object has that key; False when one has (the lake lock)."""
+        ...
+
+    def delete(self, key: str) -> None: ...
+
 
 class LocalStore:
     """A directory; writes are atomic (temporary file, then rename)."""
@@ -85,10 +93,10 @@ class LocalStore:
         return None
 
     def open_read(self, key: str) -> BinaryIO:
-        return open(self.root / key, "rb")
+        return open(self.root / inside_lake(key), "rb")
 
     def read_bytes(self, key: str) -> bytes:
-        return (self.root / key).read_bytes()
+        return (self.root / inside_lake(key)).read_bytes()
 
     def write_bytes(self, key: str, data: bytes) -> None:
         with self._atomic(key) as out:
@@ -99,22 +107,37 @@ class LocalStore:
             shutil.copyfileobj(stream, out, 1 << 20)
 
     def stat(self, key: str) -> StoredObject | None:
-        path = self.root / key
+        path = self.root / inside_lake(key)
         return self._stored(key, path) if path.is_file() else None
 
     def child(self, key: str) -> str:
-        return str(self.root / key)
+        return str(self.root / inside_lake(key))
 
     def move_tree(self, prefix: str, new_prefix: str) -> None:
-        target = self.root / new_prefix
+        target = self.root / inside_lake(new_prefix)
         target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(self.root / prefix, target)
+        os.replace(self.root / inside_lake(prefix), target)
 
     def delete_tree(self, prefix: str) -> None:
-        shutil.rmtree(self.root / prefix, ignore_errors=True)
+        shutil.rmtree(self.root / inside_lake(prefix), ignore_errors=True)
+
+    def create_exclusive(self, key: str, data: bytes) -> bool:
+        """Write `key` only if it does not exist (O_EXCL); False when it does."""
+        path = self.root / inside_lake(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        return True
+
+    def delete(self, key: str) -> None:
+        (self.root / inside_lake(key)).unlink(missing_ok=True)
 
     def _atomic(self, key: str) -> _AtomicFile:
-        return _AtomicFile(self.root / key)
+        return _AtomicFile(self.root / inside_lake(key))
 
     @staticmethod
     def _stored(key: str, path: Path) -> StoredObject:
@@ -154,6 +177,7 @@ class S3Store:
         self.client = boto3.client("s3", endpoint_url=endpoint_url)
 
     def _key(self, key: str) -> str:
+        inside_lake(key)
         return f"{self.prefix}/{key}" if self.prefix else key
 
     def list(self, prefix: str = "") -> Iterator[StoredObject]:
@@ -200,7 +224,20 @@ class S3Store:
         return StoredObject(key, head["ContentLength"], head["LastModified"])
 
     def child(self, key: str) -> str:
-        return f"{self.uri}/{key}"
+        return f"{self.uri}/{inside_lake(key)}"
+
+    def create_exclusive(self, key: str, data: bytes) -> bool:
+        """Write `key` only if it does not exist (conditional put, If-None-Match: *); False when it does."""
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, IfNoneMatch="*")
+        except self.client.exceptions.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412", "ConditionalRequestConflict"):
+                return False
+            raise
+        return True
+
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
 
     def move_tree(self, prefix: str, new_prefix: str) -> None:
         source = prefix.rstrip("/") + "/"
@@ -238,7 +275,9 @@ def delta_storage_options(uri: str, endpoint_url: str | None) -> dict[str, str] 
     """delta-rs storage options for an S3 location (credentials come from the usual AWS variables)."""
     if not uri.startswith("s3://"):
         return None
-    options = {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+    # commits by conditional put (If-None-Match), never by unsafe rename: two writers of one table cannot both
+    # write the same log version (README, "Concurrency")
+    options = {"conditional_put": "etag"}
     if endpoint_url:
         options.update({"AWS_ENDPOINT_URL": endpoint_url, "AWS_ALLOW_HTTP": "true"})
     return options

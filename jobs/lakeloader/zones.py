@@ -5,20 +5,26 @@ raw/<source>/dt=YYYY-MM-DD/hour=HH/_manifest.json     what landed in that hour
 bronze/<source>/changes/dt=YYYY-MM-DD/hour=HH/        canonical change log (Parquet)
 bronze/<source>/quarantine/dt=YYYY-MM-DD/hour=HH/     rejected messages with reason and origin
 bronze/<source>/apply_quarantine/                     Delta table: changes no silver column type could hold
-silver/<source>/<db>/<table>/                         one Delta table per source table
+silver/<source>/<db>/<table>/                         one Delta table per source table (names: `name_segment`)
+archive/<source>/<db>/<table>/<seq>-<seq2>/           a dropped table
 audit/<source>/landed/<file id>.json                  ledger: one entry per export file ever landed
 audit/<source>/runs/dt=YYYY-MM-DD/hour=HH/<step>.json counts of each step's run for that hour
 audit/<source>/reconcile/<label>.{json,md}            each reconciliation's results, machine- and human-readable
 audit/<source>/reconciliation/                        Delta table: one row per reconciliation check ever run
 audit/<source>/freshness.json                         newest change and heartbeat event times loaded
 audit/<source>/replay/<label>.json                    what each replay did
+audit/<source>/table_names/<db>/<table>.json          the real names of a table whose path segments are hashed
+audit/<source>/lock.json                              the source's writer lock (lakeloader.lock)
+
+Every key built from source data (db and table names) goes through `name_segment` and is checked by
+`inside_lake`, which refuses any key that could leave the lake root.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import UTC, datetime, timedelta
-from urllib.parse import quote
 
 HOUR_FORMAT = "%Y-%m-%dT%H"
 
@@ -104,9 +110,14 @@ def run_report_key(source: str, hour: datetime, step: str) -> str:
     return f"audit/{source}/runs/{hour_partition(hour)}/{step}.json"
 
 
+def run_error_key(source: str, hour: datetime, step: str) -> str:
+    """Why a spark-submit step last failed for that hour (read by the failure alert; removed when a run starts)."""
+    return f"audit/{source}/runs/{hour_partition(hour)}/{step}.error.json"
+
+
 def silver_table_dir(source: str, db: str, table: str) -> str:
-    """Names are percent-encoded, so no source name can escape its directory ('../x' stays inside)."""
-    return f"silver/{source}/{_path_safe(db)}/{_path_safe(table)}"
+    """A source table's silver Delta table; db and table become path segments by `name_segment`."""
+    return inside_lake(f"silver/{source}/{name_segment(db)}/{name_segment(table)}")
 
 
 def schema_history_dir(source: str) -> str:
@@ -116,12 +127,63 @@ def schema_history_dir(source: str) -> str:
 
 def tombstones_dir(source: str, db: str, table: str) -> str:
     """Deleted keys of one silver table (see lakeloader.silver)."""
-    return f"state/{source}/{_path_safe(db)}/{_path_safe(table)}/tombstones"
+    return inside_lake(f"state/{source}/{name_segment(db)}/{name_segment(table)}/tombstones")
 
 
-def _path_safe(name: str) -> str:
-    encoded = quote(name, safe="")
-    return encoded.replace(".", "%2E") if set(encoded) == {"."} else encoded
+def archive_dir(source: str, db: str, table: str, order: tuple[object, object]) -> str:
+    """Where DROP TABLE moves a table: named like its silver directory, plus the statement's ordering key."""
+    return inside_lake(f"archive/{source}/{name_segment(db)}/{name_segment(table)}/{order[0]}-{order[1]}")
+
+
+def table_names_key(source: str, db_segment: str, table_segment: str) -> str:
+    """The record of a table's real (db, table) names, for tables whose path segments are hashed."""
+    return inside_lake(f"audit/{source}/table_names/{db_segment}/{table_segment}.json")
+
+
+# A name kept as its own path segment: characters every store, URL parser and engine takes literally (the
+# characters `urllib.parse.quote` never escapes, so every name loaded before this rule keeps its directory).
+_PLAIN = re.compile(r"[A-Za-z0-9_.~-]{1,200}")
+_HASHED = re.compile(r"~[0-9a-f]{16}$")  # the end of every hashed segment, never of a plain one
+_SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+SLUG_LENGTH = 48
+
+
+def name_segment(name: str) -> str:
+    """The path segment of a db or table name: the name itself when it is plain (ASCII letters, digits and
+    `_.~-`, at most 200 characters, not only dots, not ending like a hashed segment); otherwise a readable slug
+    of its ASCII letters and digits, `~` and 16 hex digits of the SHA-256 of its UTF-8 bytes. Any Unicode,
+    punctuation (`/`, `%`, `..`), control character or length maps to one segment that delta-rs, Spark and S3
+    take literally; distinct names get distinct segments (up to a 64-bit hash collision)."""
+    if is_plain(name):
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    slug = _SLUG_UNSAFE.sub("_", name).strip("_")[:SLUG_LENGTH]
+    return f"{slug}~{digest}"
+
+
+def is_plain(name: str) -> bool:
+    """Whether a name is its own path segment (`name_segment`)."""
+    return bool(_PLAIN.fullmatch(name)) and set(name) != {"."} and not _HASHED.search(name)
+
+
+class OutsideLake(ValueError):
+    """A key that would leave the lake root (or its zone): a bug or hostile input, never written."""
+
+
+def inside_lake(key: str) -> str:
+    """`key` when it names a location under the lake root: relative, no empty, `.` or `..` segment, no
+    backslash or NUL. Every key built from source data passes here; the stores check every key they touch."""
+    segments = key.split("/")
+    if (
+        not key
+        or key.startswith("/")
+        or "\\" in key
+        or "\x00" in key
+        or any(s in ("", ".", "..") for s in segments[:-1])
+        or segments[-1] in (".", "..")
+    ):
+        raise OutsideLake(f"refusing a lake key outside the lake root: {key!r}")
+    return key
 
 
 def reconcile_report_key(source: str, label: str, extension: str) -> str:

@@ -4,6 +4,9 @@ Each source chooses its channels in the configuration (`alerts:`): a generic web
 `WebhookNotifier` below), Slack (`SlackWebhookNotifier` of apache-airflow-providers-slack) and e-mail
 (`SmtpNotifier` of apache-airflow-providers-smtp). `deliver` sends from a task or callback; `adeliver` from
 the triggerer (Deadline Alert callbacks). Every channel is tried; failures are raised after all were tried.
+
+A channel's URL and headers are secrets (a token in the URL or in a header): no raised error and no log line
+carries them. A failed webhook says which host answered what; every error text passes `redact`.
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ import asyncio
 import html
 import json
 import logging
+import re
+import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from airflow.sdk import BaseNotifier
 
@@ -32,6 +37,7 @@ DEADLINE_MISSED = "deadline_missed"
 FRESHNESS_LAG = "freshness_lag"
 HEARTBEAT_SILENCE = "heartbeat_silence"
 RECONCILIATION_MISMATCH = "reconciliation_mismatch"
+TABLE_HELD_BACK = "table_held_back"
 TASK_FAILED = "task_failed"
 
 
@@ -92,6 +98,32 @@ def minutes(seconds: float) -> str:
     return f"{total // 60} h {total % 60:02d} min" if total >= 60 else f"{total} min"
 
 
+REDACTED = "<redacted>"
+_URL = re.compile(r"""\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'"<>]+""")
+
+
+def redacted_url(url: str) -> str:
+    """A URL reduced to its scheme and host: paths, queries and user info may hold tokens."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}/{REDACTED}"
+
+
+def redact(text: str, source: SourceConfig | None = None) -> str:
+    """`text` without the source's webhook URLs and header values, and with every URL reduced to its host."""
+    for channel in source.alerts if source else ():
+        if isinstance(channel, WebhookAlert):
+            text = text.replace(channel.url, redacted_url(channel.url))
+            for value in channel.headers.values():
+                if value:
+                    text = text.replace(value, REDACTED)
+    return _URL.sub(lambda m: m.group() if text.startswith(REDACTED, m.end()) else redacted_url(m.group()), text)
+
+
+class WebhookFailed(RuntimeError):
+    """A webhook did not take an alert; the message names the host only."""
+
+
 class WebhookNotifier(BaseNotifier):
     """POST `body` as JSON to `url` (any HTTP endpoint: an incident tool, a chat bridge, a test receiver)."""
 
@@ -107,17 +139,35 @@ class WebhookNotifier(BaseNotifier):
     def notify(self, context) -> None:
         data = json.dumps(self.body, default=str).encode()
         request = urllib.request.Request(self.url, data=data, headers=self._request_headers(), method="POST")
-        with urllib.request.urlopen(request, timeout=self.timeout) as response:
-            response.read()
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                response.read()
+        except urllib.error.HTTPError as error:
+            raise WebhookFailed(f"webhook {redacted_url(self.url)} answered HTTP {error.code}") from None
+        except Exception as error:
+            raise WebhookFailed(f"webhook {redacted_url(self.url)} failed: {self._safe(error)}") from None
 
     async def async_notify(self, context) -> None:
         import aiohttp
 
         timeout = aiohttp.ClientTimeout(total=self.timeout)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
-            payload = json.dumps(self.body, default=str)
-            async with session.post(self.url, data=payload, headers=self._request_headers()) as response:
-                response.raise_for_status()
+        try:
+            async with aiohttp.ClientSession(timeout=timeout) as session:
+                payload = json.dumps(self.body, default=str)
+                async with session.post(self.url, data=payload, headers=self._request_headers()) as response:
+                    if response.status >= 400:
+                        raise WebhookFailed(f"webhook {redacted_url(self.url)} answered HTTP {response.status}")
+        except WebhookFailed:
+            raise
+        except Exception as error:
+            raise WebhookFailed(f"webhook {redacted_url(self.url)} failed: {self._safe(error)}") from None
+
+    def _safe(self, error: BaseException) -> str:
+        text = f"{type(error).__name__}: {error}".replace(self.url, redacted_url(self.url))
+        for value in self.headers.values():
+            if value:
+                text = text.replace(value, REDACTED)
+        return redact(text)
 
 
 def _verbatim(text: str) -> str:
@@ -165,8 +215,9 @@ def deliver(source: SourceConfig, alert: Alert) -> None:
         try:
             notifier({"alert": alert.as_json()})
         except Exception as exc:  # one channel failing must not keep the others from alerting
-            log.exception("alert channel %s failed", type(notifier).__name__)
-            errors.append(f"{type(notifier).__name__}: {exc}")
+            error = redact(f"{type(notifier).__name__}: {exc}", source)
+            log.error("alert channel failed: %s", error)  # no traceback: it would quote the URL
+            errors.append(error)
     if errors:
         raise RuntimeError(f"alert {alert.kind} of source {alert.source} not delivered to: {'; '.join(errors)}")
 
@@ -182,6 +233,12 @@ async def adeliver(source: SourceConfig, alert: Alert) -> None:
 
     found = notifiers(source, alert)
     outcomes = await asyncio.gather(*(send(n) for n in found), return_exceptions=True)
-    errors = [f"{type(n).__name__}: {o}" for n, o in zip(found, outcomes, strict=True) if isinstance(o, Exception)]
+    errors = [
+        redact(f"{type(n).__name__}: {o}", source)
+        for n, o in zip(found, outcomes, strict=True)
+        if isinstance(o, Exception)
+    ]
+    for error in errors:
+        log.error("alert channel failed: %s", error)
     if errors:
         raise RuntimeError(f"alert {alert.kind} of source {alert.source} not delivered to: {'; '.join(errors)}")

@@ -6,10 +6,12 @@ the triggerer imports `deadline_missed`, the worker calls `FailureAlert` instanc
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from lakeloader import zones
 from lakeloader.config import load_source
 from lakeloader_airflow import alerts
 
@@ -74,17 +76,34 @@ class FailureAlert:
         ti, run = context.get("ti"), context.get("dag_run")
         task_id = getattr(ti, "task_id", None)
         hour = context.get("data_interval_start")
+        source = load_source(self.config, self.source)
+        error = alerts.redact(f"{type(exception).__name__}: {exception}", source) if exception else "unknown"
+        cause = _cause(source, task_id, hour) or error
         alert = alerts.Alert(
             source=self.source,
             kind=alerts.TASK_FAILED,
             summary=(
-                f"Source {self.source}: task {task_id} of {getattr(ti, 'dag_id', '?')} failed after "
-                f"{getattr(ti, 'try_number', '?')} tries"
-                + (f" (hour {hour:%Y-%m-%dT%H})" if isinstance(hour, datetime) else "")
+                f"Source {self.source}: {cause.splitlines()[0][:300]} (task {task_id} of "
+                f"{getattr(ti, 'dag_id', '?')} failed after {getattr(ti, 'try_number', '?')} tries"
+                + (f", hour {hour:%Y-%m-%dT%H})" if isinstance(hour, datetime) else ")")
             ),
             dag_id=getattr(ti, "dag_id", None),
             run_id=getattr(run, "run_id", None) or getattr(ti, "run_id", None),
             task_id=task_id,
-            details={"error": f"{type(exception).__name__}: {exception}"[:2000] if exception else "unknown"},
+            details={"error": error[:2000], **({"cause": cause[:2000]} if cause != error else {})},
         )
-        alerts.deliver(load_source(self.config, self.source), alert)
+        alerts.deliver(source, alert)
+
+
+def _cause(source, task_id: str | None, hour: object) -> str | None:
+    """What a spark-submit step recorded as its failure's cause (lakeloader.submit), if it got that far."""
+    if not task_id or not isinstance(hour, datetime):
+        return None
+    try:
+        from lakeloader.storage import open_store
+
+        lake = open_store(source.lake_root, source.s3_endpoint_url)
+        key = zones.run_error_key(source.name, hour, task_id)
+        return alerts.redact(json.loads(lake.read_bytes(key))["error"], source) if lake.stat(key) else None
+    except Exception:  # the alert goes out with what the task said
+        return None

@@ -4,7 +4,8 @@ and alert when something is wrong.
 - `verify_reconciliation`: the reconcile job's report for this run -> counts (XCom), the readable report
   (task log), and on any gap or mismatch an alert plus a failed task. For an hourly run it also alerts (the
   run goes on) on DDL the apply step skipped as unsupported when the source's ddl_policy is skip_and_alert,
-  and on landed export files that cannot be read whole (a damaged `.gz`, an unsupported compression).
+  and on landed export files that cannot be read whole (a damaged `.gz`, an unsupported compression), and on
+  tables the apply step held back (lakeloader.apply: per-table isolation).
 - `check_freshness`: the source's watermark (newest change or heartbeat loaded, kept by the reconcile job)
   against wall-clock time -> lag (XCom), and an alert plus a failed task when it exceeds the freshness SLA
   or when no heartbeat arrived within the heartbeat timeout.
@@ -53,6 +54,7 @@ def verify_reconciliation(source: SourceConfig, label: str, dag_id: str, run_id:
         _alert_skipped_ddl(source, summary, dag_id, run_id)
         _alert_damaged_exports(source, summary, dag_id, run_id)
         _alert_column_types(source, summary, dag_id, run_id)
+        _alert_held_back(source, summary, dag_id, run_id)
     for result in report["results"]:
         if result["check"] != ACCOUNTING:
             summary.setdefault("tables", {})[f"{result['check']} {result['table']}"] = {
@@ -135,6 +137,23 @@ def _alert_column_types(source: SourceConfig, summary: dict[str, Any], dag_id: s
     )
 
 
+def _alert_held_back(source: SourceConfig, summary: dict[str, Any], dag_id: str, run_id: str) -> None:
+    """One alert naming the tables the hour's apply step could not apply: their changes stay in bronze and every
+    later run retries them (lakeloader.apply, per-table isolation); the hour's other tables were committed."""
+    held = summary["held_back"]
+    if not held:
+        return
+    _alert_run(
+        source,
+        alerts.TABLE_HELD_BACK,
+        f"Source {source.name}: {len(held)} table(s) could not be applied in hour {summary['hour']} and are held "
+        "back (their changes stay in bronze and every later run retries them); the other tables were loaded",
+        dag_id,
+        run_id,
+        {"tables": [f"{name}: {entry.get('error')}" for name, entry in sorted(held.items())]},
+    )
+
+
 def _alert_run(
     source: SourceConfig, kind: str, summary: str, dag_id: str, run_id: str, details: dict[str, Any]
 ) -> None:
@@ -163,6 +182,7 @@ def _hour_summary(source: SourceConfig, accounting: dict[str, Any]) -> dict[str,
         "schema_changes": apply.get("schema_changes", []),
         "rejected_changes": apply.get("rejected_changes", 0),
         "rejection_reasons": apply.get("rejection_reasons", {}),
+        "held_back": apply.get("held_back", {}),
         "damaged_exports": [{"file": f.export_key, "damage": f.damage} for f in manifest if f.damage],
     }
 

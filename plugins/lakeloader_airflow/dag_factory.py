@@ -254,9 +254,9 @@ the hour from the run's *data interval start* to its *data interval end*.
 | alert channels | {", ".join(c.type for c in source.alerts) or "none configured: alerts are only logged"} |
 
 A task that fails its last retry alerts through the same channels. Tasks that write the lake run in the
-pool `{pool_for(source.name)}` (one slot), shared with the replay and daily reconciliation DAGs: create
-it once with `airflow pools set {pool_for(source.name)} 1 "lakeloader {source.name}"` (or
-`python -m lakeloader_airflow.pools`); without it those tasks are never scheduled.
+pool `{pool_for(source.name)}` (one slot), shared with the replay and daily reconciliation DAGs; the
+lakeloader plugin creates it when a scheduler starts (or run `python -m lakeloader_airflow.pools`). Each
+writing step also holds the source's lake lock, so a writer launched outside Airflow is refused, not mixed in.
 
 ## Rerunning an hour
 

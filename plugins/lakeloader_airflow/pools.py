@@ -4,9 +4,9 @@
 
 The hourly, replay and daily reconciliation DAGs run their lake-writing tasks in pool `lakeloader_<source>`
 with one slot, so two of them never write a source's tables at once. Airflow has no way for a DAG to
-declare a pool, and a task whose pool does not exist is never scheduled: run this once after
-`airflow db migrate` and whenever a source is added (or `airflow pools set lakeloader_<source> 1 ...`).
-"""
+declare a pool, and a task whose pool does not exist is never scheduled: the plugin's listener
+(`pool_listener`) runs this whenever a scheduler starts; run it by hand after adding a source to a running
+scheduler (or `airflow pools set lakeloader_<source> 1 ...`)."""
 
 from __future__ import annotations
 

@@ -160,7 +160,7 @@ def _perform(
     if isinstance(op, S.RenameTable):
         return _rename_table(lake, location, op, order)
     if isinstance(op, S.DropTable):
-        archive = f"archive/{location.source}/{location.db}/{location.table}/{order[0]}-{order[1]}"
+        archive = zones.archive_dir(location.source, location.db, location.table, order)
         lake.move_tree(location.silver_key(), archive)
         _move_if_present(lake, location.tombstones_key(), f"{archive}-tombstones")
         record_move(lake, location.source, TableMove((location.db, location.table), None, order))

@@ -149,6 +149,12 @@ def record_history(
     table = pa.Table.from_pylist(rows, HISTORY_SCHEMA)
     if not engine.exists(uri):
         engine.create(uri, HISTORY_SCHEMA, {}, commit_info)
+    else:  # a rerun adds nothing, whatever the merge's file pruning sees (the history is a small table)
+        recorded = engine.read(uri).select(HISTORY_KEY).to_pylist()
+        seen = {tuple(r[k] for k in HISTORY_KEY) for r in recorded}
+        table = table.filter(pa.array([tuple(r[k] for k in HISTORY_KEY) not in seen for r in rows], pa.bool_()))
+        if table.num_rows == 0:
+            return
     changes = table.append_column(E.ACTION, pa.array([E.UPSERT] * table.num_rows))
     engine.merge(uri, changes, HISTORY_KEY, E.ORDERING_COLUMNS, commit_info)
 

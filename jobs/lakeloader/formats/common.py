@@ -33,8 +33,8 @@ from lakeloader import canonical as C
 
 REJECT_REASON = "reject_reason"
 # the export's framing of a message (lakeloader.messages): parsers pass these through untouched
-UNWRAP_ERROR, TOMBSTONE = "unwrap_error", "tombstone"
-FRAMING_COLUMNS = (UNWRAP_ERROR, TOMBSTONE)
+UNWRAP_ERROR, TOMBSTONE, MESSAGE_BYTES = "unwrap_error", "tombstone", "message_bytes"
+FRAMING_COLUMNS = (UNWRAP_ERROR, TOMBSTONE, MESSAGE_BYTES)  # message_bytes: a rejected message's bytes as read
 CORRUPT = "_corrupt_record"
 
 Converter = Callable[[Column, Column], Column]

@@ -1,0 +1,221 @@
+"""Hostile input never stops an hour and nothing leaves the lake (issue 14): any table name maps to a path inside
+its zone, names that cannot be stored and bytes that are not text are quarantined with the reason and the
+original bytes, a message over the size limit is quarantined unparsed, and a table that cannot be applied is
+held back while the others commit."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import write_deltalake
+from format_support import report, run, source_for, write_export, write_export_file
+
+from lakeloader import zones
+from lakeloader.engine.deltars import DeltaRsEngine
+from lakeloader.generator import dataworks as dw
+from lakeloader.lake_index import silver_table_ids
+from lakeloader.reconcile import compare, silver_frame
+from lakeloader.storage import LocalStore
+
+H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
+H6 = H5 + timedelta(hours=1)
+AT = H5 + timedelta(minutes=10)
+COLUMNS = (("id", "LONG"), ("v", "STRING"))
+HOSTILE_TABLES = [
+    "my table",
+    "o'quote\"",
+    "a/b\\c",
+    "..",
+    "%41%2F",
+    "new\nline",
+    "订单",
+    "🎉",
+    "x" * 300,
+    "UPPER~0123456789abcdef",
+]
+
+
+def spec(db: str, table: str) -> dw.TableSpec:
+    return dw.TableSpec(db, table, COLUMNS, ("id",))
+
+
+def insert(db: str, table: str, seq: int, row_id: int = 1) -> str:
+    return dw.insert(spec(db, table), seq, AT, {"id": row_id, "v": f"{table[:8]}-{row_id}"})[0]
+
+
+# ----------------------------------------------------------------------------------------------------- pure rules
+
+
+def test_plain_names_keep_their_directory_and_every_other_name_gets_one_safe_distinct_segment() -> None:
+    for plain in ("orders", "Order_Items-2", "tenant.db", "_tmp", "a~b"):
+        assert zones.name_segment(plain) == plain
+    assert zones.silver_table_dir("src", "shop", "orders") == "silver/src/shop/orders"
+    names = [*HOSTILE_TABLES, "", ".", "../../x", "a\x00b", "\udcff"]
+    segments = [zones.name_segment(n) for n in names]
+    assert len(set(segments)) == len(names)
+    for segment in segments:
+        assert segment.isascii() and len(segment.encode()) <= 200
+        assert all(c.isalnum() or c in "_.~-" for c in segment) and set(segment) != {"."}
+        assert zones.inside_lake(f"silver/src/{segment}/t") == f"silver/src/{segment}/t"
+    assert zones.name_segment("订单") == "~" + zones.name_segment("订单").split("~")[1]
+    assert zones.name_segment("my table").startswith("my_table~")
+
+
+def test_keys_outside_the_lake_are_refused_by_the_one_check_and_by_the_stores(tmp_path: Path) -> None:
+    for bad in ("../x", "silver/../../x", "/etc/passwd", "silver/./x", "a//b", "a\\..\\b", "a\x00b", ""):
+        with pytest.raises(zones.OutsideLake):
+            zones.inside_lake(bad)
+    lake = LocalStore(str(tmp_path / "lake"))
+    with pytest.raises(zones.OutsideLake):
+        lake.write_bytes("../escaped", b"x")
+    with pytest.raises(zones.OutsideLake):
+        lake.move_tree("silver/src/a", "archive/../../outside")
+    assert not (tmp_path / "escaped").exists()
+    # DROP TABLE's archive of a db named ../../x stays under archive/<source>/
+    assert zones.archive_dir("src", "../../x", "t", (5, 0)).startswith("archive/src/")
+    assert zones.archive_dir("src", "../../x", "t", (5, 0)).count("/") == 4
+
+
+# ----------------------------------------------------------------------------------------------- one hour, end to end
+
+
+def test_hostile_names_load_inside_the_lake_and_unstorable_names_and_bytes_are_quarantined(spark, tmp_path) -> None:
+    source = source_for("dataworks_json", tmp_path)
+    lines = [insert("shop", "orders", 1)]
+    lines += [insert("shop", table, 10 + i) for i, table in enumerate(HOSTILE_TABLES)]
+    lines.append(insert("../../x", "t", 40))
+    bad = [
+        insert("shop", "", 50),  # empty table name
+        dw.insert(dw.TableSpec("shop", "r", (("id", "LONG"), ("_CDC_seq", "LONG")), ("id",)), 51, AT, {"id": 1})[0],
+        dw.insert(dw.TableSpec("shop", "c", (("id", "LONG"), ("ID", "LONG")), ("id",)), 52, AT, {"id": 1})[0],
+    ]
+    invalid_utf8 = insert("shop", "orders", 60, 2).encode().replace(b"orders-2", b"orders-\xff\xfe")
+    trailing_nul = insert("shop", "orders", 61, 3).encode() + b"\x00"
+    content = ("\n".join(lines + bad) + "\n").encode() + invalid_utf8 + b"\n" + trailing_nul + b"\n"
+    write_export_file(source, "m.json", content, H5)
+
+    reports = run(spark, source, [H5])
+
+    apply = report(reports, "apply", H5)
+    assert apply["held_back"] == {}
+    lake = LocalStore(source.lake_root)
+    names = silver_table_ids(lake, source.name)
+    assert set(names.values()) == {("shop", "orders"), ("../../x", "t"), *[("shop", t) for t in HOSTILE_TABLES]}
+    silver_root = (Path(source.lake_root) / "silver" / source.name).resolve()
+    for db, table in names.values():
+        path = (Path(source.lake_root) / zones.silver_table_dir(source.name, db, table)).resolve()
+        assert path.is_relative_to(silver_root) and path.parent.parent == silver_root
+        row = DeltaRsEngine().read(str(path)).to_pylist()
+        assert [(r["id"], r["v"]) for r in row] == [(1, f"{table[:8]}-1")]
+    assert not (tmp_path / "x").exists()
+
+    quarantine = pq.read_table(Path(source.lake_root) / zones.bronze_quarantine_dir(source.name, H5)).to_pylist()
+    by_line = {r["origin_line"]: r for r in quarantine}
+    first_bad = len(lines) + 1
+    assert by_line[first_bad]["reason"] == "empty table name: a table cannot be stored under it"
+    assert by_line[first_bad + 1]["reason"].startswith("column name(s) reserved for the loader's metadata")
+    assert by_line[first_bad + 1]["reason"].endswith("_CDC_seq")
+    assert by_line[first_bad + 2]["reason"] == (
+        "column names that differ only by case (Delta column names are case-insensitive): ID, id"
+    )
+    assert by_line[first_bad + 3]["reason"] == "message is not valid UTF-8 text"
+    assert by_line[first_bad + 3]["message_bytes"] == invalid_utf8
+    assert "\ufffd" in by_line[first_bad + 3]["message"]
+    assert by_line[first_bad + 4]["reason"] == (
+        "message holds a control character JSON does not allow unescaped (byte 0x00)"
+    )
+    assert by_line[first_bad + 4]["message_bytes"] == trailing_nul
+    assert len(quarantine) == 5
+    orders = DeltaRsEngine().read(str(Path(source.lake_root) / zones.silver_table_dir(source.name, "shop", "orders")))
+    assert orders.num_rows == 1
+
+
+def test_a_table_that_cannot_be_applied_is_held_back_while_the_others_commit_and_a_later_run_applies_it(
+    spark, tmp_path
+) -> None:
+    source = source_for("dataworks_json", tmp_path)
+    write_export(source, "h5.json", [insert("shop", t, 1 + i) for i, t in enumerate(("a", "poisoned", "b"))], H5)
+    poisoned = Path(source.lake_root) / zones.silver_table_dir(source.name, "shop", "poisoned")
+    (poisoned / "_delta_log").mkdir(parents=True)
+    (poisoned / "_delta_log" / "00000000000000000000.json").write_text("not a delta log\n")
+
+    apply = report(run(spark, source, [H5]), "apply", H5)
+
+    assert sorted(apply["tables"]) == ["shop.a", "shop.b"]
+    held = apply["held_back"]["shop.poisoned"]
+    assert held["changes"] == 1 and held["error"]
+    ledger = json.loads((Path(source.lake_root) / "state" / source.name / "held_back.json").read_text())
+    assert [(e["table"], e["hours"]) for e in ledger] == [("poisoned", ["2026-11-21T05"])]
+
+    shutil.rmtree(poisoned)  # fixed
+    write_export(source, "h6.json", [insert("shop", "a", 10, 2)], H6)
+    apply = report(run(spark, source, [H6]), "apply", H6)
+
+    assert apply["held_back"] == {}
+    assert apply["tables"]["shop.poisoned"]["rows"] == 1
+    assert json.loads((Path(source.lake_root) / "state" / source.name / "held_back.json").read_text()) == []
+    rows = DeltaRsEngine().read(str(poisoned)).to_pylist()
+    assert [(r["id"], r["v"]) for r in rows] == [(1, "poisoned-1")]
+
+
+def test_a_50_mb_line_is_quarantined_as_too_large_unparsed_and_the_hour_loads_at_default_driver_memory(
+    spark, tmp_path
+) -> None:
+    source = source_for("dataworks_json", tmp_path)
+    huge = insert("shop", "orders", 2, 2).replace('"orders-2"', '"' + "y" * (50 * 2**20) + '"')
+    write_export(source, "m.json", [insert("shop", "orders", 1, 1), huge, insert("shop", "orders", 3, 3)], H5)
+
+    reports = run(spark, source, [H5])
+
+    assert report(reports, "apply", H5)["tables"]["shop.orders"]["rows"] == 2
+    reason = f"message too large: {len(huge.encode())} bytes (max_message_bytes {source.max_message_bytes})"
+    assert report(reports, "parse", H5)["quarantine_reasons"] == {reason: 1}
+    quarantine = pq.read_table(Path(source.lake_root) / zones.bronze_quarantine_dir(source.name, H5)).to_pylist()
+    assert [(q["origin_line"], q["reason"], q["message"]) for q in quarantine] == [(2, reason, "")]
+
+
+def test_reconciliation_compares_columns_named_with_a_dot_or_a_backtick(spark, tmp_path) -> None:
+    schema = pa.schema([("a.b", pa.int64()), ("x`y", pa.string()), ("`", pa.string())])
+    engine = DeltaRsEngine()
+    expected_uri, actual_uri = str(tmp_path / "expected"), str(tmp_path / "actual")
+    for uri, value in ((expected_uri, "v"), (actual_uri, "tampered")):
+        engine.create(uri, schema, {}, {})
+        rows = pa.table({"a.b": [1, 2], "x`y": ["v", value], "`": ["q", "q"]}, schema=schema)
+        write_deltalake(uri, rows, mode="append")
+    expected, actual = silver_frame(spark, expected_uri, None), silver_frame(spark, actual_uri, None)
+    assert expected.columns == ["a.b", "x`y", "`"]
+    assert compare(expected, expected, ["a.b"], expected.columns)["ok"]
+    result = compare(expected, actual, ["a.b"], expected.columns)
+    assert (result["ok"], result["differing_keys"]) == (False, 1)
+    assert result["sample"] == [{"key": {"a.b": "2"}, "problem": "values differ"}]
+
+
+def test_the_runner_reports_each_step_as_soon_as_it_is_done(monkeypatch, tmp_path) -> None:
+    import lakeloader.apply
+    import lakeloader.parse
+    from lakeloader import runner
+
+    events: list[str] = []
+
+    class Landed:
+        def summary(self) -> dict:
+            return {"copied": 1}
+
+    def step(name: str, result):
+        def run(*_args, **_kwargs):
+            events.append(f"ran {name}")
+            return result
+
+        return run
+
+    monkeypatch.setattr(runner, "land_hour", step("land", Landed()))
+    monkeypatch.setattr(lakeloader.parse, "run_parse", step("parse", {"lines": 2}))
+    monkeypatch.setattr(lakeloader.apply, "run_apply", step("apply", {"tables": {}}))
+    runner.run_hours(None, source_for("dataworks_json", tmp_path), [H5], emit=lambda line: events.append(line[:16]))
+    assert events == ["ran land", '{"step": "land",', "ran parse", '{"step": "parse"', "ran apply", '{"step": "apply"']
