@@ -575,15 +575,15 @@ class _Reader:
         opened = sum(t.token_type == TokenType.L_PAREN for t in tokens)
         if opened != sum(t.token_type == TokenType.R_PAREN for t in tokens):
             return Unsupported(f"unbalanced parentheses in the column definition {self.source(tokens)[:60]!r}")
+        type_end = next((i for i in range(2, len(tokens)) if _word(tokens, i) in _ATTRIBUTES), len(tokens))
+        type_text = self.source(tokens[1:type_end])
         definition = self.column_def(self.source(tokens))
         if definition is None:  # sqlglot does not know an attribute: read the type alone
-            type_end = next((i for i in range(2, len(tokens)) if _word(tokens, i) in _ATTRIBUTES), len(tokens))
-            type_text = self.source(tokens[1:type_end])
             try:
                 kind = exp.DataType.build(type_text, dialect=self.read, udt=True)
             except (ParseError, TokenError, ValueError):
                 return Unsupported(f"cannot read the column definition {self.source(tokens)[:60]!r}")
-            return Column(tokens[0].text, spark_type(kind))
+            return Column(tokens[0].text, spark_type(kind, self.read, type_text))
         kind = definition.args.get("kind")
         if kind is None or kind.this == exp.DataType.Type.NULL:
             return None
@@ -592,7 +592,7 @@ class _Reader:
             if isinstance(constraint.args.get("kind"), exp.DefaultColumnConstraint):
                 value = constraint.args["kind"].this
                 default = value.name if isinstance(value, exp.Literal) else None
-        return Column(definition.name, spark_type(kind), default)
+        return Column(definition.name, spark_type(kind, self.read, type_text), default)
 
     def column_def(self, text: str) -> exp.ColumnDef | None:
         try:

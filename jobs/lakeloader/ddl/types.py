@@ -11,11 +11,16 @@ from sqlglot import exp
 from lakeloader.formats import source_types
 
 
-def spark_type(data_type: exp.DataType, dialect: str = "mysql") -> str:
+def spark_type(data_type: exp.DataType, dialect: str = "mysql", declared: str | None = None) -> str:
     """The Spark SQL type a silver column of this source type gets: the declaration as the source dialect
     writes it ('TINYINT(1)', 'DECIMAL(65, 30)', Oracle 'NUMBER(10)'), typed by the one mapping that the message
     path uses too (lakeloader.formats.source_types), so a column added by DDL has the type its values arrive
-    with. BIT is binary, as OMS sends it (open-source Canal sends BIT values as numbers: decimal(20,0))."""
+    with. BIT is binary, as OMS sends it (open-source Canal sends BIT values as numbers: decimal(20,0)).
+
+    `declared`: the type as the statement wrote it. Oracle's is typed from that text, since sqlglot's
+    rendering loses a distinction Oracle makes (BINARY_FLOAT comes back as FLOAT, a binary-precision NUMBER)."""
+    if dialect == "oracle" and declared:
+        return source_types.spark_type_of(declared, oracle=True).spark_type
     declaration = data_type.sql(dialect="oracle" if dialect == "oracle" else "mysql")
     return source_types.spark_type_of(declaration, oracle=dialect == "oracle").spark_type
 
