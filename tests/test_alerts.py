@@ -184,6 +184,27 @@ def test_freshness_breach_and_heartbeat_silence_each_alert_with_how_far_behind(t
     )
 
 
+def test_freshness_is_checked_by_default_with_a_three_hour_limit(tmp_path, http_receiver):
+    source = _source(tmp_path, (WebhookAlert(type="webhook", url=f"{http_receiver.url}/hook"),))
+    _freshness(tmp_path, NOW - timedelta(minutes=181), None)
+
+    with pytest.raises(alerts.AlertSent, match="over its freshness SLA of 180 min by 1 min"):
+        checks.check_freshness(source, now=NOW)
+
+
+def test_a_run_of_a_past_hour_reports_its_lag_without_alerting(tmp_path, http_receiver):
+    hook = (WebhookAlert(type="webhook", url=f"{http_receiver.url}/hook"),)
+    source = _source(tmp_path, hook, freshness_sla_minutes=60, heartbeat_timeout_minutes=15)
+    _freshness(tmp_path, NOW - timedelta(days=5), NOW - timedelta(days=5))
+
+    backfill = checks.check_freshness(source, now=NOW, hour_end=NOW - timedelta(minutes=121))
+
+    assert (backfill["catching_up"], backfill["lag_minutes"]) == (True, 5 * 24 * 60.0)
+    assert http_receiver.received() == []
+    with pytest.raises(alerts.AlertSent, match="data is 120 h 00 min behind"):
+        checks.check_freshness(source, now=NOW, hour_end=NOW - timedelta(minutes=119))  # the newest run
+
+
 def test_no_heartbeat_ever_loaded_is_a_silence(tmp_path, http_receiver):
     source = _source(
         tmp_path, (WebhookAlert(type="webhook", url=f"{http_receiver.url}/hook"),), heartbeat_timeout_minutes=15

@@ -196,7 +196,10 @@ class SourceConfig(_Strict):
         default=60, ge=1, description="an hourly run is late this many minutes after the end of its data interval"
     )
     freshness_sla_minutes: int | None = Field(
-        default=None, ge=1, description="alert when the newest loaded change or heartbeat is older than this"
+        default=180,
+        ge=1,
+        description="alert when the newest loaded change or heartbeat is older than this (null: never); only "
+        "a current run alerts, not a backfill of past hours",
     )
     heartbeat_timeout_minutes: int | None = Field(
         default=None, ge=1, description="alert when the newest loaded heartbeat is older than this"

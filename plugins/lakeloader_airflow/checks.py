@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lakeloader import zones
@@ -187,10 +187,21 @@ def _hour_summary(source: SourceConfig, accounting: dict[str, Any]) -> dict[str,
     }
 
 
+CATCH_UP_SLACK = timedelta(hours=1)  # the newest run of an hourly schedule covers an hour that ended < 1 h ago
+
+
 def check_freshness(
-    source: SourceConfig, dag_id: str | None = None, run_id: str | None = None, now: datetime | None = None
+    source: SourceConfig,
+    dag_id: str | None = None,
+    run_id: str | None = None,
+    now: datetime | None = None,
+    hour_end: datetime | None = None,
 ) -> dict[str, Any]:
-    """Watermark and lag (returned as XCom); alerts and raises AlertSent when an SLA is exceeded."""
+    """Watermark and lag (returned as XCom); alerts and raises AlertSent when an SLA is exceeded.
+
+    Freshness judges the present, so only a current run alerts: a run whose hour (`hour_end`, its data
+    interval's end) ended longer than the SLA plus an hour ago (a backfill, a catch-up after an outage, the
+    demo's historical hours) reports the lag without alerting; the newest run judges the present."""
     now = now or datetime.now(UTC)
     state = _read_json(source, zones.freshness_key(source.name)) or {}
     watermark, heartbeat = (_moment(state.get(k)) for k in ("watermark", "newest_heartbeat"))
@@ -206,9 +217,15 @@ def check_freshness(
         "freshness_sla_minutes": source.freshness_sla_minutes,
         "heartbeat_timeout_minutes": source.heartbeat_timeout_minutes,
     }
-    log.info("freshness of source %s: %s", source.name, status)
-    breaches = []
     sla = source.freshness_sla_minutes
+    horizon = timedelta(minutes=max(sla or 0, source.heartbeat_timeout_minutes or 0)) + CATCH_UP_SLACK
+    catching_up = hour_end is not None and now - hour_end > horizon
+    status["catching_up"] = catching_up
+    log.info("freshness of source %s: %s", source.name, status)
+    if catching_up:
+        log.info("run of the hour ending %s: a past hour, so its freshness is reported, not alerted", hour_end)
+        return status
+    breaches = []
     if sla is not None and (lag is None or lag > sla * 60):
         behind = (
             f"{alerts.minutes(lag)} behind (newest change or heartbeat loaded: {state.get('watermark')}), "
