@@ -1,4 +1,5 @@
-"""Airflow plugin of lakeloader: registers the custom Deadline Alert reference (data interval end) and the
+"""Airflow plugin of lakeloader: registers the custom Deadline Alert reference (data interval end), the
+timetable that gives every kind of run one definition of its hour (lakeloader_airflow.timetable) and the
 listener that creates the sources' pools when a scheduler starts (lakeloader_airflow.pool_listener).
 
 Airflow loads every .py file of the plugins folder; `.airflowignore` keeps it out of the lakeloader_airflow
@@ -9,9 +10,11 @@ from airflow.plugins_manager import AirflowPlugin
 
 from lakeloader_airflow import pool_listener
 from lakeloader_airflow.deadlines import DataIntervalEnd
+from lakeloader_airflow.timetable import HourIntervals
 
 
 class LakeloaderPlugin(AirflowPlugin):
     name = "lakeloader"
     deadline_references = [DataIntervalEnd]
     listeners = [pool_listener]
+    timetables = [HourIntervals]

@@ -11,10 +11,12 @@ import pendulum
 import pytest
 from airflow.dag_processing.dagbag import DagBag
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import CronDataIntervalTimetable
 from airflow.serialization.encoders import coerce_to_core_timetable
+from airflow.serialization.serialized_objects import DagSerialization
+from airflow.timetables.base import DataInterval
 
 from lakeloader.config import ConfigError
+from lakeloader_airflow.timetable import HourIntervals
 
 DAGS_DIR = Path(__file__).resolve().parents[1] / "dags"
 JOBS_DIR = Path(__file__).resolve().parents[1] / "jobs"
@@ -149,14 +151,28 @@ def test_spark_tasks_run_the_jobs_for_the_data_interval_hour(dagbag: tuple[DagBa
 def test_schedule_covers_one_hour_per_run(dagbag: tuple[DagBag, Path]) -> None:
     bag, _ = dagbag
     for dag in _hourly(bag):
-        assert isinstance(dag.timetable, CronDataIntervalTimetable)
-        assert dag.timetable.expression == "0 * * * *"
+        assert isinstance(dag.timetable, HourIntervals)
+        assert dag.timetable.summary == "0 * * * *"
         core = coerce_to_core_timetable(dag.timetable)
-        interval = core.infer_manual_data_interval(run_after=pendulum.datetime(2026, 11, 21, 6, tz="UTC"))
+        interval = core.infer_manual_data_interval(run_after=pendulum.datetime(2026, 11, 21, 6, 30, tz="UTC"))
         assert interval.start == pendulum.datetime(2026, 11, 21, 5, tz="UTC")
         assert interval.end - interval.start == timedelta(hours=1)
         assert dag.catchup is False
         assert dag.max_active_runs == 1
+
+
+def test_a_manual_run_on_the_hour_loads_that_hour_as_a_backfill_does_also_after_serialization(
+    dagbag: tuple[DagBag, Path],
+) -> None:
+    bag, _ = dagbag
+    dag = bag.dags["lakeloader_shop_hourly"]
+    timetable = DagSerialization.from_dict(DagSerialization.to_dict(dag)).timetable  # as the scheduler has it
+    hour = pendulum.datetime(2026, 11, 21, 5, tz="UTC")
+
+    assert isinstance(timetable, HourIntervals)
+    assert timetable.infer_manual_data_interval(run_after=hour) == DataInterval(hour, hour + timedelta(hours=1))
+    now = hour + timedelta(minutes=20, seconds=7)  # the trigger form's "now": the last complete hour
+    assert timetable.infer_manual_data_interval(run_after=now) == DataInterval(hour - timedelta(hours=1), hour)
 
 
 def test_dag_settings_follow_the_source(dagbag: tuple[DagBag, Path]) -> None:

@@ -244,6 +244,14 @@ def test_backfill_of_three_hours_loads_them_and_rerunning_an_hour_changes_nothin
 
     runs = _runs(airflow, "lakeloader_shop_hourly", "backfill")
     assert sorted(runs.values()) == ["success"] * 3, runs
+    # each run loaded the hour of its logical date, which is its data interval's start
+    intervals = airflow.query(
+        "select logical_date, data_interval_start from dag_run where dag_id = 'lakeloader_shop_hourly' "
+        "and run_type = 'backfill' order by logical_date"
+    )
+    assert [(logical[:19], start[:19]) for logical, start in intervals] == [
+        (f"{h:%Y-%m-%d %H:%M:%S}", f"{h:%Y-%m-%d %H:%M:%S}") for h in HOURS
+    ]
     print(f"backfill of 3 hours: {time.monotonic() - started:.0f}s")
     rows = _silver(airflow.root)
     assert [(r["id"], r["status"]) for r in rows] == [(1, "paid"), (3, "new")]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, AsyncCallback, CronDataIntervalTimetable, DeadlineAlert, task
+from airflow.sdk import DAG, AsyncCallback, DeadlineAlert, task
 
 import lakeloader
 from lakeloader import zones
@@ -28,6 +28,7 @@ from lakeloader.land import land_hour
 from lakeloader_airflow import checks
 from lakeloader_airflow.callbacks import FailureAlert, deadline_missed
 from lakeloader_airflow.deadlines import DataIntervalEnd
+from lakeloader_airflow.timetable import HourIntervals
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ def build_hourly_dag(source: SourceConfig, config_file: Path) -> DAG:
     with DAG(
         dag_id=dag_id_for(source.name),
         description=f"Load the {source.format} export of source '{source.name}' into Delta tables, hour by hour",
-        schedule=CronDataIntervalTimetable(source.schedule, timezone="UTC"),
+        schedule=HourIntervals(source.schedule, timezone="UTC"),
         start_date=datetime.fromisoformat(source.start_date),
         catchup=False,
         max_active_runs=1,

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk import DAG, CronDataIntervalTimetable, task
+from airflow.sdk import DAG, task
 
 from lakeloader import zones
 from lakeloader.config import SourceConfig
@@ -20,6 +20,7 @@ from lakeloader.land import landed_empty
 from lakeloader.storage import open_store
 from lakeloader_airflow import checks
 from lakeloader_airflow.dag_factory import RECONCILE_APP, default_args, spark_task
+from lakeloader_airflow.timetable import HourIntervals
 
 FIRST_HOUR = "{{ data_interval_start.strftime('%Y-%m-%dT%H') }}"
 LAST_HOUR = "{{ (data_interval_end - macros.timedelta(hours=1)).strftime('%Y-%m-%dT%H') }}"
@@ -40,7 +41,7 @@ def build_daily_reconcile_dag(source: SourceConfig, config_file: Path) -> DAG:
     with DAG(
         dag_id=daily_dag_id(source.name),
         description=f"Reconcile source '{source.name}' daily: accounting, table state, snapshot export",
-        schedule=CronDataIntervalTimetable("0 0 * * *", timezone="UTC"),
+        schedule=HourIntervals("0 0 * * *", timezone="UTC"),
         start_date=datetime.fromisoformat(source.start_date),
         catchup=False,
         max_active_runs=1,
