@@ -33,13 +33,16 @@ SEQUENCE_IDENTIFIES = frozenset({"dataworks_json", "dts_avro"})
 _INDEX_DIGITS, _NUMBER_DIGITS = 10, 20
 
 
-def position(rank: Column | int = DEFAULT_RANK) -> Column:
+def position(rank: Column | int = DEFAULT_RANK, by_sequence: Column | None = None) -> Column:
     """A change's place after its (seq, seq2), as a string that sorts in the total order (docs/semantics.md):
     its rank (0: the before-half of a two-message update, so that its after-half outranks it wherever each
     lands), then the exporter's order: the topic offset when known (`o<offset>.<index>`: a re-delivery of a
-    message sorts equal to it), else (`f<hour>.<file>.<line>.<index>`) the landing hour, export file, line and
-    row within the message. The file name is written in hex followed by '.', which sorts below every hex
-    digit, so names compare exactly as strings do (a prefix first) whatever characters they hold."""
+    message sorts equal to it); where the sequence identifies the message (`by_sequence`, see
+    `message_identity`) only the row within the message (`s<index>`: a re-delivery in a later file or hour
+    sorts equal to it, so it never counts as newer); else (`f<hour>.<file>.<line>.<index>`) the landing hour,
+    export file, line and row within the message. The file name is written in hex followed by '.', which
+    sorts below every hex digit, so names compare exactly as strings do (a prefix first) whatever characters
+    they hold."""
     rank = F.lit(rank) if isinstance(rank, int) else rank
     index = F.lpad(F.col("origin_index").cast("string"), _INDEX_DIGITS, "0")
     offset = F.col("origin_offset")
@@ -48,7 +51,9 @@ def position(rank: Column | int = DEFAULT_RANK) -> Column:
     by_file = F.concat(
         F.lit("f"), F.col("batch_hour"), F.lit("."), F.hex(F.col("origin_file")), F.lit("."), line, F.lit("."), index
     )
-    return F.concat(rank.cast("string"), F.when(offset.isNotNull(), by_offset).otherwise(by_file))
+    by_sequence = F.lit(False) if by_sequence is None else by_sequence
+    exporter = F.when(offset.isNotNull(), by_offset).when(by_sequence, F.concat(F.lit("s"), index))
+    return F.concat(rank.cast("string"), exporter.otherwise(by_file))
 
 
 def message_identity(fmt: str) -> Column:
@@ -56,10 +61,9 @@ def message_identity(fmt: str) -> Column:
     when the export gives them; else, in a format whose sequence is unique per record (SEQUENCE_IDENTIFIES,
     full-load rows with a negative sequence excepted), the sequence and op; else the export file and line.
     With the row's index within its message (Canal's `data` rows)."""
-    offset = F.col("origin_offset")
-    known = offset.isNotNull()
-    by_sequence = ~known & (F.col("seq") >= 0) if fmt in SEQUENCE_IDENTIFIES else F.lit(False)
-    by_file = ~known & ~F.coalesce(by_sequence, F.lit(False))
+    known = F.col("origin_offset").isNotNull()
+    by_sequence = identified_by_sequence(fmt)
+    by_file = ~known & ~by_sequence
 
     def when(condition: Column, value: str) -> Column:
         return F.when(condition, F.col(value))
@@ -77,10 +81,18 @@ def message_identity(fmt: str) -> Column:
     )
 
 
+def identified_by_sequence(fmt: str) -> Column:
+    """Whether a row's sequence identifies its message: no offset known, a format of SEQUENCE_IDENTIFIES, and
+    not a full-load row (negative sequence)."""
+    if fmt not in SEQUENCE_IDENTIFIES:
+        return F.lit(False)
+    return F.col("origin_offset").isNull() & F.coalesce(F.col("seq") >= 0, F.lit(False))
+
+
 def with_order(data: DataFrame, fmt: str) -> DataFrame:
     """Changes with their `identity` (message_identity) and, for data changes, their `position`."""
     rank = F.when(F.col("op") == C.UPDATE_BEFORE, F.lit(BEFORE_HALF_RANK)).otherwise(F.lit(DEFAULT_RANK))
-    return data.withColumns({"identity": message_identity(fmt), POSITION: position(rank)})
+    return data.withColumns({"identity": message_identity(fmt), POSITION: position(rank, identified_by_sequence(fmt))})
 
 
 def change_counts(data: DataFrame) -> dict[tuple[str, str], tuple[int, int]]:
