@@ -6,21 +6,21 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from lakeloader import zones
-from lakeloader.config import SourceConfig
+from lakeloader.config import load_source
 from lakeloader.generator.demo import write_demo_export
 from lakeloader.runner import run_hours
 from lakeloader.storage import open_store
 from lakeloader.summary import NO_TABLE, collect, mismatches
 
+DEMO_CONFIG = Path(__file__).resolve().parents[1] / "config" / "sources.yaml"
 FIRST = datetime(2026, 11, 21, 0, tzinfo=UTC)
 HOURS = zones.hour_range(FIRST, FIRST + timedelta(hours=2))
 
 
 def test_demo_export_loads_into_exactly_the_model_state(spark, tmp_path: Path):
     expected = write_demo_export(tmp_path / "exports", FIRST, hours=3, changes_per_hour=300, seed=7)
-    source = SourceConfig(
-        name="shop", format="dataworks_json", export_uri=str(tmp_path / "exports"), lake_root=str(tmp_path / "lake")
-    )
+    demo = load_source(DEMO_CONFIG, "shop")  # the demo's own declaration (its column_types), on these paths
+    source = demo.model_copy(update={"export_uri": str(tmp_path / "exports"), "lake_root": str(tmp_path / "lake")})
     run_hours(spark, source, HOURS, emit=lambda _: None)
     lake = open_store(source.lake_root)
 
