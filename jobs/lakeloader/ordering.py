@@ -23,13 +23,11 @@ from pyspark.sql import functions as F
 from lakeloader import canonical as C
 from lakeloader.ddl.widening import widest
 from lakeloader.engine import base as E
+from lakeloader.formats.registry import FORMATS
 
 BEFORE_HALF_RANK, DEFAULT_RANK = 0, 1
 POSITION = "position"
 ORDER = ("seq", "seq2", POSITION)
-# formats whose documents define the sequence as unique per record (the halves of an update share it, and
-# differ by op): there the sequence identifies a message, also re-delivered in another file (docs/semantics.md)
-SEQUENCE_IDENTIFIES = frozenset({"dataworks_json", "dts_avro"})
 _INDEX_DIGITS, _NUMBER_DIGITS = 10, 20
 
 
@@ -53,12 +51,12 @@ def position(rank: Column | int = DEFAULT_RANK) -> Column:
 
 def message_identity(fmt: str) -> Column:
     """What makes two rows one change delivered twice (never their content): the topic, partition and offset
-    when the export gives them; else, in a format whose sequence is unique per record (SEQUENCE_IDENTIFIES,
-    full-load rows with a negative sequence excepted), the sequence and op; else the export file and line.
-    With the row's index within its message (Canal's `data` rows)."""
+    when the export gives them; else, in a format whose sequence is unique per record (the registry's
+    `sequence_identifies`; full-load rows with a negative sequence excepted), the sequence and op; else the
+    export file and line. With the row's index within its message (Canal's `data` rows)."""
     offset = F.col("origin_offset")
     known = offset.isNotNull()
-    by_sequence = ~known & (F.col("seq") >= 0) if fmt in SEQUENCE_IDENTIFIES else F.lit(False)
+    by_sequence = ~known & (F.col("seq") >= 0) if FORMATS[fmt].sequence_identifies else F.lit(False)
     by_file = ~known & ~F.coalesce(by_sequence, F.lit(False))
 
     def when(condition: Column, value: str) -> Column:
