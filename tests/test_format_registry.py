@@ -1,5 +1,6 @@
-"""The format registry is the one list of formats: the docs list exactly its formats, its parsers resolve, and
-`format: auto` tries its shapes in one determined order. Pure Python, no Spark session."""
+"""The format registry is the one list of formats: the docs and the example configuration list exactly its
+formats, its parsers resolve, and `format: auto` tries its shapes in one determined order. Pure Python, no
+Spark session."""
 
 from __future__ import annotations
 
@@ -23,7 +24,13 @@ def test_the_readme_formats_table_lists_the_registry_in_its_order():
     assert _readme_formats() == list(FORMATS)
 
 
-def test_docs_formats_describes_every_format_the_auto_format_recognises():
+def test_the_example_configuration_lists_the_registry_formats():
+    text = (ROOT / "config" / "sources.yaml").read_text()
+    comment = text.split("Supported:", 1)[1].split("format:", 1)[0]
+    assert re.findall(r"\b(?:[a-z0-9]+_[a-z0-9_]+|auto)\b", comment) == list(FORMATS)
+
+
+def test_docs_formats_names_every_format():
     text = (ROOT / "docs" / "formats.md").read_text()
     assert [name for name in FORMATS if f"`{name}`" not in text] == []
 
