@@ -25,6 +25,7 @@ import pytest
 from format_support import parse_files, run, silver_rows, source_for, write_export_file
 
 from lakeloader import zones
+from lakeloader.formats.registry import FORMATS
 from lakeloader.generator import wire
 
 SEED = 14
@@ -32,7 +33,7 @@ H5 = wire.BASE
 GOOD_CHANGES = 80
 BAD_PER_KIND = 100
 HOSTILE = ["my table", "订单", "🎉", "a/b", "..", "%2F", "x" * 70]
-JSON_FORMATS = [f for f in wire.WRITERS if f not in ("datahub_tuple", "dts_avro")]
+JSON_FORMATS = [f for f in wire.WRITERS if FORMATS[f].json]
 
 # mutations whose result can never be a valid message of a JSON format, and the reason's beginning
 CERTAIN = {

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from lakeloader import zones
 from lakeloader.config import SourceConfig
+from lakeloader.formats.registry import FORMATS
 from lakeloader.generator import layouts, wire
-from lakeloader.ordering import SEQUENCE_IDENTIFIES
 
 HOURS = [wire.BASE + timedelta(hours=h) for h in range(3)]
 
@@ -281,7 +281,7 @@ def export_shuffled(
     else:
         # delivered twice; without offsets a keyless table's message re-delivered in another file is a new message
         # unless the format's sequence identifies it (docs/semantics.md, "The total order")
-        redeliverable = [m for m in messages if m[0].key or fmt in SEQUENCE_IDENTIFIES]
+        redeliverable = [m for m in messages if m[0].key or FORMATS[fmt].sequence_identifies]
         messages += rng.sample(redeliverable, 10)
         rng.shuffle(messages)
         by_hour = {hour: messages[i::3] for i, hour in enumerate(HOURS)}
@@ -323,7 +323,7 @@ def test_a_random_stream_in_each_export_layout_loads_to_the_model(spark, tmp_pat
             topic = f"{change.table.name}-topic"
             messages.append((change.table, layouts.Positioned(topic, 0, offsets[topic], text)))
             offsets[topic] += 1
-    identified = layout.startswith("kcat") or fmt in SEQUENCE_IDENTIFIES  # else only keyed messages re-deliver
+    identified = layout.startswith("kcat") or FORMATS[fmt].sequence_identifies  # else only keyed messages re-deliver
     messages += rng.sample([m for m in messages if m[0].key or identified], 10)  # delivered twice
     rng.shuffle(messages)
     by_hour = {hour: messages[i::3] for i, hour in enumerate(HOURS)}
@@ -349,7 +349,7 @@ def _framed(fmt: str, layout: str, messages: list[layouts.Positioned]) -> bytes:
         return layouts.length_prefixed_file(layouts.binary_messages(texts))
     if layout == "concatenated":
         return layouts.concatenated_file(texts)
-    return layouts.kcat_file(messages, base64_payload=layout == "kcat-base64", binary=fmt == "dts_avro")
+    return layouts.kcat_file(messages, base64_payload=layout == "kcat-base64", binary=FORMATS[fmt].binary)
 
 
 def assert_equal_to_model(source: SourceConfig, tables: tuple[wire.Table, ...], model: Model) -> None:
@@ -421,7 +421,7 @@ def test_ties_and_redeliveries_in_any_delivery_and_hour_order_load_to_the_model(
     their offsets (kcat envelopes or offset-named files) in a random hour each, some re-delivered 1-3 hours
     later or earlier, the hours loaded in a random order and one of them again: the tables equal the model."""
     rng = random.Random(seed)
-    tables = (wire.ITEMS,) if fmt == "debezium_smt" else (wire.ITEMS, wire.EVENTS)
+    tables = (wire.ITEMS,) if fmt in wire.ORDERED_BY_EXPORT_POSITION else (wire.ITEMS, wire.EVENTS)
     changes, model = stream(rng, tables, truncates=False)
     changes = tied(rng, changes[:30])
     model = _replayed(changes)

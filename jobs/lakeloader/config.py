@@ -16,29 +16,14 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from lakeloader.formats.registry import FORMATS, names
+
 CONFIG_ENV_VAR = "LAKELOADER_CONFIG"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG_PATH = PROJECT_ROOT / "config" / "sources.yaml"
 
-SUPPORTED_FORMATS = (
-    "dataworks_json",
-    "dataworks_v2",
-    "datahub_tuple",
-    "oms_default",
-    "oms_default_extend_column_type",
-    "canal_json",
-    "shareplex_json",
-    "debezium_json",
-    "debezium_flatten",
-    "debezium_smt",
-    "dts_avro",  # binary DTS Avro records (lakeloader.formats.dts_avro; framed as lakeloader.messages says)
-    "auto",  # recognised per message (lakeloader.formats.auto); a configured format always wins
-)
-BINARY_FORMATS = ("dts_avro",)  # messages are bytes: Base64 in text files and export envelopes
+SUPPORTED_FORMATS = tuple(FORMATS)  # lakeloader.formats.registry describes each
 EXPORT_LAYOUTS = ("lines", "concatenated", "kcat")  # lakeloader.messages
-FORMATS_NAMING_NO_DB = ("datahub_tuple",)  # messages name the table only: `db` is required
-# messages carry no column types: `column_types`
-FORMATS_WITHOUT_TYPES = ("datahub_tuple", "oms_default", "shareplex_json", "debezium_smt")
 SPARK_TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double", "boolean", "string", "binary", "date")
 SPARK_TYPES_TEXT = ", ".join(SPARK_TYPES) + ", timestamp, timestamp_ntz, decimal(p,s)"
 SOURCE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
@@ -125,7 +110,7 @@ class SourceConfig(_Strict):
     payload_encoding: Literal["text", "base64"] | None = Field(
         default=None,
         description="export_layout kcat: whether an envelope's payload is the message text or its Base64 "
-        f"(default: text; always base64 for {', '.join(BINARY_FORMATS)})",
+        f"(default: text; always base64 for {', '.join(names(lambda f: f.binary))})",
     )
     tables: tuple[str, ...] | None = Field(default=None, description="include list of 'db.table' names")
     primary_keys: dict[str, tuple[str, ...]] = Field(default_factory=dict, description="'db.table' -> key columns")
@@ -188,8 +173,8 @@ class SourceConfig(_Strict):
     column_types: dict[str, dict[str, str]] = Field(
         default_factory=dict,
         description="'db.table' -> {column: Spark SQL type}; a configured type wins over the one a message "
-        f"declares or the format infers. Formats whose messages carry no types ({', '.join(FORMATS_WITHOUT_TYPES)}) "
-        "load the columns it does not name as strings",
+        "declares or the format infers. Formats whose messages carry no types "
+        f"({', '.join(names(lambda f: not f.typed))}) load the columns it does not name as strings",
     )
     # Operations (deadlines, freshness, alerts, reconciliation against the source); see README "Operating guide".
     deadline_minutes: int = Field(
@@ -267,30 +252,26 @@ class SourceConfig(_Strict):
     def _format_specific_keys(self) -> SourceConfig:
         if self.payload_encoding is not None and self.export_layout != "kcat":
             raise ValueError("'payload_encoding' is only used with export_layout kcat; remove it")
-        if self.format in BINARY_FORMATS and self.payload_encoding == "text":
+        fmt = FORMATS[self.format]
+        if fmt.binary and self.payload_encoding == "text":
             raise ValueError(
                 f"format {self.format} is binary: its envelope payloads are Base64 (set payload_encoding: base64)"
             )
-        if self.format in BINARY_FORMATS and self.export_layout == "concatenated":
+        if fmt.binary and self.export_layout == "concatenated":
             raise ValueError(f"format {self.format} is binary: export_layout concatenated is for JSON messages")
-        if self.format == "auto":
+        if fmt.recognises:
             return self  # any format may occur: every format's settings apply to its messages
-        only_for = {
-            "canal_dts_legacy_images": "canal_json",
-            "canal_binary_encoding": "canal_json",
-            "topic_tables": "debezium_smt",
-        }
-        for key, fmt in only_for.items():
-            if key in self.model_fields_set and self.format != fmt:
-                raise ValueError(f"'{key}' is only used by format {fmt}; remove it")
-        if self.format == "debezium_smt" and not self.topic_tables:
+        for key in FORMAT_SETTINGS:
+            if key != "db" and key in self.model_fields_set and key not in fmt.settings:
+                raise ValueError(f"'{key}' is only used by format {_users(key)}; remove it")
+        if not fmt.names_table and not self.topic_tables:
             raise ValueError(
-                "format debezium_smt needs 'topic_tables' (topic directory -> 'db.table'): its messages name no table"
+                f"format {self.format} needs 'topic_tables' (topic directory -> 'db.table'): its messages name no table"
             )
-        if self.format in FORMATS_NAMING_NO_DB and self.db is None:
+        if not fmt.names_db and self.db is None:
             raise ValueError(f"format {self.format} needs 'db': its messages name the table but not the database")
-        if self.format not in FORMATS_NAMING_NO_DB and self.db is not None:
-            raise ValueError(f"'db' is only used by format(s) {', '.join(FORMATS_NAMING_NO_DB)}; remove it")
+        if fmt.names_db and self.db is not None:
+            raise ValueError(f"'db' is only used by format(s) {_users('db')}; remove it")
         return self
 
     def includes(self, db: str, table: str) -> bool:
@@ -320,6 +301,14 @@ class LakeloaderConfig(_Strict):
                 return source
         known = ", ".join(s.name for s in self.sources)
         raise ConfigError(f"unknown source {name!r}; configured sources: {known}")
+
+
+FORMAT_SETTINGS = tuple(dict.fromkeys(key for fmt in FORMATS.values() for key in fmt.settings))
+
+
+def _users(key: str) -> str:
+    """The formats that use a format-specific setting."""
+    return ", ".join(names(lambda f: key in f.settings))
 
 
 def _require_qualified(name: str) -> None:

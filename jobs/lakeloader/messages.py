@@ -54,8 +54,9 @@ from pyspark.sql import functions as F
 from lakeloader import canonical as C
 from lakeloader import zones
 from lakeloader.compression import GZIP_SUFFIX, salvage, unsupported_compression
-from lakeloader.config import BINARY_FORMATS, SourceConfig
+from lakeloader.config import SourceConfig
 from lakeloader.formats.common import MESSAGE_BYTES, REJECT_REASON, TOMBSTONE, UNWRAP_ERROR, base64_text
+from lakeloader.formats.registry import FORMATS
 from lakeloader.land import RawFiles
 from lakeloader.lines import export_name, read_numbered_lines
 
@@ -86,7 +87,7 @@ SplitFile = Callable[[str, bytes], Iterator[tuple[bytes, str | None]]]  # (path,
 def read_messages(spark: SparkSession, files: RawFiles, source: SourceConfig, batch_hour: str) -> DataFrame:
     """The messages of landed files (module docstring), in the source's layout; `origin_file` is the export
     file's key."""
-    binary_format = source.format in BINARY_FORMATS
+    binary_format = FORMATS[source.format].binary
     by_reading: dict[str, list[str]] = {how: [] for how in (_TEXT, _PREFIXED, _SALVAGED, _UNREAD)}
     for path in files.paths:
         by_reading[_reading(path, files.damaged)].append(path)
@@ -114,7 +115,7 @@ def read_messages(spark: SparkSession, files: RawFiles, source: SourceConfig, ba
         keys = F.create_map(*[F.lit(text) for pair in files.export_keys.items() for text in pair])
         messages = messages.withColumn("origin_file", F.coalesce(keys[F.col("origin_file")], F.col("origin_file")))
     messages = with_offsets_of_file_names(messages, source.export_layout)
-    return guarded(messages, source.max_message_bytes, json_text=source.format not in NOT_JSON_FORMATS)
+    return guarded(messages, source.max_message_bytes, json_text=FORMATS[source.format].json)
 
 
 # `<topic>+<partition>+<start offset>[.extension]`: the Kafka Connect S3 sink's object names (kcat-based
@@ -147,7 +148,6 @@ NOT_UTF8 = "message is not valid UTF-8 text"
 CONTROL_CHARACTER = "message holds a control character JSON does not allow unescaped (byte 0x{})"
 # bytes 0x00-0x1F other than tab, line feed and carriage return (JSON's whitespace)
 _CONTROL = "[\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F]"
-NOT_JSON_FORMATS = (*BINARY_FORMATS, "datahub_tuple")  # Base64 or CSV text: JSON's rules do not apply
 
 
 def guarded(messages: DataFrame, max_bytes: int, json_text: bool = True) -> DataFrame:

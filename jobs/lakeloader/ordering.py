@@ -23,13 +23,11 @@ from pyspark.sql import functions as F
 from lakeloader import canonical as C
 from lakeloader.ddl.widening import widest
 from lakeloader.engine import base as E
+from lakeloader.formats.registry import FORMATS
 
 BEFORE_HALF_RANK, DEFAULT_RANK = 0, 1
 POSITION = "position"
 ORDER = ("seq", "seq2", POSITION)
-# formats whose documents define the sequence as unique per record (the halves of an update share it, and
-# differ by op): there the sequence identifies a message, also re-delivered in another file (docs/semantics.md)
-SEQUENCE_IDENTIFIES = frozenset({"dataworks_json", "dts_avro"})
 _INDEX_DIGITS, _NUMBER_DIGITS = 10, 20
 
 
@@ -58,9 +56,9 @@ def position(rank: Column | int = DEFAULT_RANK, by_sequence: Column | None = Non
 
 def message_identity(fmt: str) -> Column:
     """What makes two rows one change delivered twice (never their content): the topic, partition and offset
-    when the export gives them; else, in a format whose sequence is unique per record (SEQUENCE_IDENTIFIES,
-    full-load rows with a negative sequence excepted), the sequence and op; else the export file and line.
-    With the row's index within its message (Canal's `data` rows)."""
+    when the export gives them; else, in a format whose sequence is unique per record (the registry's
+    `sequence_identifies`; full-load rows with a negative sequence excepted), the sequence and op; else the
+    export file and line. With the row's index within its message (Canal's `data` rows)."""
     known = F.col("origin_offset").isNotNull()
     by_sequence = identified_by_sequence(fmt)
     by_file = ~known & ~by_sequence
@@ -82,9 +80,9 @@ def message_identity(fmt: str) -> Column:
 
 
 def identified_by_sequence(fmt: str) -> Column:
-    """Whether a row's sequence identifies its message: no offset known, a format of SEQUENCE_IDENTIFIES, and
-    not a full-load row (negative sequence)."""
-    if fmt not in SEQUENCE_IDENTIFIES:
+    """Whether a row's sequence identifies its message: no offset known, a format whose sequence is unique per
+    record (the registry's `sequence_identifies`), and not a full-load row (negative sequence)."""
+    if not FORMATS[fmt].sequence_identifies:
         return F.lit(False)
     return F.col("origin_offset").isNull() & F.coalesce(F.col("seq") >= 0, F.lit(False))
 

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from lakeloader import canonical as C
 from lakeloader import zones
 from lakeloader.config import SourceConfig
-from lakeloader.formats import PARSERS
+from lakeloader.formats import registry
 from lakeloader.formats.common import MESSAGE_BYTES, REJECT_REASON
 from lakeloader.land import raw_files, read_manifest
 from lakeloader.lock import writes_source
@@ -32,7 +32,7 @@ EXCLUDED, QUARANTINED = "excluded", "quarantined"
 def classify(messages: DataFrame, source: SourceConfig) -> DataFrame:
     """Parse messages (lakeloader.messages) with the source's format and add `outcome`: the message's kind,
     or 'excluded' / 'quarantined'."""
-    parsed = framed(PARSERS[source.format](messages, source))
+    parsed = framed(registry.parser(source.format)(messages, source))
     if source.lower_case_table_names:  # one table, however a message spells its name
         parsed = parsed.withColumns({"db": F.lower("db"), "table": F.lower("table")})
     tables = [source.table_name(name) for name in source.tables or ()]

@@ -2,15 +2,16 @@
 
 A configured format always wins; auto is for topics that carry several formats, or a first look at an export.
 Recognition reads each line's top-level JSON keys (`from_json` as a map of raw values, after `exact_numbers`,
-so it costs one more pass over the text than a configured format) and takes the first rule that matches
-(`_rules`, most specific first); files named `*.csv` (optionally compressed) are DataHub TUPLE CSV. A line
-that matches no rule is quarantined with AUTO_UNRECOGNISED as its reason. The format-specific settings
-(`db`, `column_types`, ...) apply to the messages of their format.
+so it costs one more pass over the text than a configured format) and takes the first of the formats' shapes
+that matches (`Shape` in lakeloader.formats.registry, most specific first); files named `*.csv` (optionally
+compressed) are DataHub TUPLE CSV. A line that matches no shape is quarantined with AUTO_UNRECOGNISED as its
+reason. The format-specific settings (`db`, `column_types`, ...) apply to the messages of their format.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+import operator
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -18,31 +19,31 @@ from pyspark.sql import types as T
 
 from lakeloader import canonical as C
 from lakeloader.config import SourceConfig
+from lakeloader.formats import registry
 from lakeloader.formats.common import REJECT_REASON, exact_numbers, framing
+from lakeloader.formats.registry import Shape
 
-Parser = Callable[[DataFrame, SourceConfig], DataFrame]
 AUTO_UNRECOGNISED = "format auto: the message matches no supported wire format"
 FORMAT = "_wire_format"
 _RAW = T.MapType(T.StringType(), T.StringType())
 
 
 def _rules(text: Column, origin_file: Column) -> list[tuple[str, Column]]:
+    """Each format's shapes (lakeloader.formats.registry) as conditions on the line, in the order they are tried."""
     top = F.from_json(exact_numbers(text), _RAW)  # quoted numbers: no number is too long for the JSON reader
     keys, payload_keys = F.map_keys(top), F.map_keys(F.from_json(top["payload"], _RAW))
-    images = F.concat_ws("", top["postStruct"], top["prevStruct"])
-    return [
-        ("datahub_tuple", origin_file.rlike(r"\.csv(\.[A-Za-z0-9]+)?$")),
-        ("dataworks_v2", has(keys, "payload", "schema") & (top["version"] == "2.0")),
-        ("dataworks_json", has(keys, "payload", "schema") & has(payload_keys, "op", "sequenceId")),
-        ("oms_default_extend_column_type", has(keys, "recordType") & images.contains('"__light_type"')),
-        ("oms_default", has(keys, "recordType", "allMetaData")),
-        ("datahub_tuple", has(keys, "_sequence_id_", "_operation_type_")),
-        ("canal_json", has(keys, "isDdl", "type")),
-        ("shareplex_json", has(keys, "meta")),
-        ("debezium_json", has(keys, "payload") & has(payload_keys, "op", "source")),
-        ("debezium_flatten", has(keys, "op", "source")),
-        ("debezium_smt", has(keys, "__deleted")),  # without `__deleted` a row of fields is no recognisable shape
-    ]
+
+    def condition(shape: Shape) -> Column:
+        parts = [has(keys, *shape.keys)] if shape.keys else []
+        parts += [has(payload_keys, *shape.payload_keys)] if shape.payload_keys else []
+        parts += [top[key] == value for key, value in shape.equal]
+        if shape.contains:
+            fields, part = shape.contains
+            parts.append(F.concat_ws("", *[top[field] for field in fields]).contains(part))
+        parts += [origin_file.rlike(shape.file_name)] if shape.file_name else []
+        return functools.reduce(operator.and_, parts)
+
+    return [(name, condition(shape)) for name, shape in registry.shapes()]
 
 
 def has(keys: Column, *names: str) -> Column:
@@ -59,21 +60,17 @@ def detected_format(text: Column, origin_file: Column) -> Column:
     return F.coalesce(*[F.when(F.coalesce(rule, F.lit(False)), F.lit(name)) for name, rule in rules])
 
 
-def auto_parser(parsers: Mapping[str, Parser]) -> Parser:
-    """The `auto` parser over the registry of format parsers."""
-
-    def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
-        marked = lines.withColumn(FORMAT, detected_format(F.col("text"), F.col("origin_file")))
-        # one small aggregate: which formats occur, so only their parsers join the plan
-        present = sorted(r[FORMAT] for r in marked.select(FORMAT).distinct().collect() if r[FORMAT] is not None)
-        parts = [parsers[name](marked.where(F.col(FORMAT) == name).drop(FORMAT), source) for name in present]
-        parts.append(_unrecognised(marked.where(F.col(FORMAT).isNull())))
-        result = parts[0]
-        for part in parts[1:]:
-            result = result.unionByName(part)
-        return result
-
-    return parse
+def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
+    """Each line parsed by the parser of the format it is recognised as; unrecognised lines quarantined."""
+    marked = lines.withColumn(FORMAT, detected_format(F.col("text"), F.col("origin_file")))
+    # one small aggregate: which formats occur, so only their parsers join the plan
+    present = sorted(r[FORMAT] for r in marked.select(FORMAT).distinct().collect() if r[FORMAT] is not None)
+    parts = [registry.parser(name)(marked.where(F.col(FORMAT) == name).drop(FORMAT), source) for name in present]
+    parts.append(_unrecognised(marked.where(F.col(FORMAT).isNull())))
+    result = parts[0]
+    for part in parts[1:]:
+        result = result.unionByName(part)
+    return result
 
 
 def _unrecognised(lines: DataFrame) -> DataFrame:

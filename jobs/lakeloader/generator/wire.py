@@ -28,6 +28,7 @@ from decimal import Context, Decimal
 import fastavro
 
 from lakeloader.formats.dts_avro_decode import record_schema
+from lakeloader.formats.registry import FORMATS, names
 from lakeloader.generator import dataworks as dw
 
 Row = dict[str, object]
@@ -584,30 +585,20 @@ WRITERS: dict[str, Callable[[Change], list[str]]] = {
     "debezium_smt": debezium_smt,
     "dts_avro": dts_avro,
 }
-ORDERED_BY_EXPORT_POSITION = ("debezium_smt",)  # no ordering key in the messages: exported in order
-WITHOUT_DDL = ("datahub_tuple", "debezium_smt")  # no way to send a TRUNCATE
-MESSAGES_NAME_NO_KEY = (
-    "datahub_tuple",
-    "shareplex_json",
-    "debezium_json",
-    "debezium_flatten",
-    "debezium_smt",
-    "dts_avro",
-)
-"""Formats whose messages name no primary key: the source configures it."""
-TYPED_BY_CONFIGURATION = ("datahub_tuple", "oms_default", "shareplex_json", "debezium_smt")
-"""Formats whose messages carry no types: the source configures them (`column_types`, SPARK_TYPES)."""
+ORDERED_BY_EXPORT_POSITION = names(lambda f: not f.ordered)  # exported in order
+WITHOUT_DDL = names(lambda f: not f.ddl)  # no way to send a TRUNCATE
 
 
 def settings(fmt: str, tables: tuple[Table, ...]) -> dict:
-    """What a source of format `fmt` needs configured for these tables."""
+    """What a source of format `fmt` needs configured for these tables: what its messages lack
+    (lakeloader.formats.registry), column types as SPARK_TYPES."""
     result: dict = {}
-    if fmt in MESSAGES_NAME_NO_KEY:
+    if not FORMATS[fmt].names_key:
         result["primary_keys"] = {t.qualified: t.key for t in tables if t.key}
-    if fmt in TYPED_BY_CONFIGURATION:
+    if not FORMATS[fmt].typed:
         result["column_types"] = {t.qualified: {name: SPARK_TYPES[kind] for name, kind in t.columns} for t in tables}
-    if fmt == "datahub_tuple":
+    if not FORMATS[fmt].names_db:
         result["db"] = DB
-    if fmt == "debezium_smt":
+    if not FORMATS[fmt].names_table:
         result["topic_tables"] = {f"{t.name}-topic": t.qualified for t in tables}
     return result
