@@ -197,5 +197,6 @@ def test_loads_end_to_end_ordered_by_event_time_then_scn(spark, tmp_path):
         "_cdc_event_time": datetime(2023, 11, 14, 22, 13, 21, tzinfo=UTC),
         "_cdc_source_file": "items/0.json",
         "_cdc_source_line": 4,
+        "_cdc_position": "1f2026-11-21T05." + b"items/0.json".hex().upper() + ".00000000000000000004.0000000000",
         "note": None,  # added by the ALTER at its place in the sequence
     }
