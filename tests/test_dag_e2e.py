@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import time
 from datetime import UTC, datetime, timedelta
@@ -164,6 +165,16 @@ def test_two_hours_through_airflow_reach_the_silver_table(tmp_path: Path, airflo
         )
         assert sorted(f["export_key"] for f in manifest["files"]) == expected_files
 
+    # verify published each hour's update of the silver table as an asset event with the hour's counts
+    db = Path(env["AIRFLOW_HOME"]) / "airflow.db"
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as metadata:
+        events = metadata.execute(
+            "select a.uri, e.extra from asset_event e join asset a on a.id = e.asset_id "
+            "where a.name = 'lakeloader.shop.shop.orders' order by e.timestamp"
+        ).fetchall()
+    assert [json.loads(extra)["hour"] for _, extra in events][-2:] == ["2026-11-21T10", "2026-11-21T11"]
+    assert {uri for uri, _ in events} == {(lake / "silver/shop/shop/orders").resolve().as_uri()}
+    assert json.loads(events[-1][1])["changes"] > 0
     reports = [json.loads(p.read_text()) for p in sorted((lake / "audit/shop/reconcile").glob("*.json"))]
     assert sorted((r["hours"], r["ok"]) for r in reports) == [(["2026-11-21T10"], True), (["2026-11-21T11"], True)]
     table = pa.table(pa.RecordBatchReader.from_stream(DeltaTable(str(lake / "silver/shop/shop/orders")).scan()))

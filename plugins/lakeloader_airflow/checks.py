@@ -183,6 +183,7 @@ def _hour_summary(source: SourceConfig, accounting: dict[str, Any]) -> dict[str,
         "rejected_changes": apply.get("rejected_changes", 0),
         "rejection_reasons": apply.get("rejection_reasons", {}),
         "held_back": apply.get("held_back", {}),
+        "silver_tables": apply.get("tables", {}),
         "damaged_exports": [{"file": f.export_key, "damage": f.damage} for f in manifest if f.damage],
     }
 

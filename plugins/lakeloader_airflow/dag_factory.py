@@ -26,6 +26,7 @@ from lakeloader import zones
 from lakeloader.config import BrokenSource, ConfigError, SourceConfig
 from lakeloader.land import land_hour
 from lakeloader_airflow import checks
+from lakeloader_airflow.assets import silver_alias, silver_events
 from lakeloader_airflow.callbacks import FailureAlert, deadline_missed
 from lakeloader_airflow.deadlines import DataIntervalEnd
 from lakeloader_airflow.timetable import HourIntervals
@@ -149,9 +150,12 @@ def build_hourly_dag(source: SourceConfig, config_file: Path) -> DAG:
         reconcile_args += ["--label", "{{ run_id }}", "--config", str(config_file)]
         reconcile = spark_task("reconcile", RECONCILE_APP, reconcile_args, source, _RECONCILE_DOC)
 
-        @task(task_id="verify", doc_md=_VERIFY_DOC, retries=0)
-        def verify(dag_run=None) -> dict[str, Any]:
-            return checks.verify_reconciliation(source, dag_run.run_id, dag_run.dag_id, dag_run.run_id)
+        @task(task_id="verify", doc_md=_VERIFY_DOC, retries=0, outlets=[silver_alias(source.name)])
+        def verify(dag_run=None, outlet_events=None) -> dict[str, Any]:
+            summary = checks.verify_reconciliation(source, dag_run.run_id, dag_run.dag_id, dag_run.run_id)
+            for asset, extra in silver_events(source.name, summary):
+                outlet_events[silver_alias(source.name)].add(asset, extra=extra)
+            return summary
 
         @task(task_id="freshness", doc_md=_FRESHNESS_DOC, retries=0, trigger_rule="all_done")
         def freshness(dag_run=None, data_interval_end=None) -> dict[str, Any]:
@@ -339,7 +343,8 @@ counts per outcome, what was quarantined (count, reasons, location) and the repo
 (a missing landed file, a message neither in bronze nor quarantine, one counted twice) fails the task
 and alerts with what is missing. DDL skipped as unsupported (under `skip_and_alert`) and export files that
 cannot be read whole (a damaged `.gz`, an unsupported compression) are alerted too (`ddl_skipped`,
-`damaged_export`), and the run goes on.
+`damaged_export`), and the run goes on. Once the hour checks out, it adds an asset event per silver table
+the hour wrote (alias `lakeloader_<source>_silver`, the hour's counts in the extra).
 """
 
 _FRESHNESS_DOC = """\
