@@ -93,22 +93,27 @@ class _HashingReader:
         return chunk
 
 
-@writes_source("land")
 def land_hour(
     source: SourceConfig, hour: datetime, exports: Store | None = None, lake: Store | None = None
 ) -> LandResult:
     """Land the export files due by the end of `hour` and write that hour's manifest.
 
-    `hour` is truncated to its hour; a naive datetime is taken as UTC.
+    `hour` is truncated to its hour; a naive datetime is taken as UTC. An export location that cannot be
+    listed fails before anything, the source's lock included, is written to the lake.
     """
     exports = exports or open_store(source.export_uri, source.s3_endpoint_url)
-    lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
     unlistable = exports.why_unlistable()
     if unlistable:
         raise LandError(
             f"source {source.name}: its export location cannot be listed ({unlistable}); check `export_uri` in its "
             "declaration (a location that exists and is empty is fine: nothing is due yet)"
         )
+    return _land_listed(source, hour, exports, lake)
+
+
+@writes_source("land")
+def _land_listed(source: SourceConfig, hour: datetime, exports: Store, lake: Store | None = None) -> LandResult:
+    lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
     hour = _utc_hour(hour)
     hour_text = zones.format_hour(hour)
     cutoff = hour + timedelta(hours=1)
