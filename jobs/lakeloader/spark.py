@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from pyspark import SparkConf
 from pyspark.sql import DataFrame, SparkSession
@@ -17,6 +18,41 @@ DEFAULTS = {
     "spark.sql.shuffle.partitions": "8",  # hourly batches; adaptive execution coalesces further
     "spark.ui.showConsoleProgress": "false",
 }
+
+# The pinned jars for Delta on Spark, s3a:// and Avro (config/jars/, fetched by `make jars` = bin/fetch-jars).
+JARS_ENV = "LAKELOADER_JARS"
+# Delta's SQL extension and catalog: DeltaTable, MERGE INTO and Delta DDL in Spark SQL need both.
+DELTA_SESSION_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
+def jars_dir() -> Path:
+    """The folder of the pinned jars: $LAKELOADER_JARS, else `jars/` of the Python environment running this
+    (`.venv/jars` for the project's venv, where `make jars` puts them), like pyspark's own `pyspark/jars`."""
+    configured = os.environ.get(JARS_ENV)
+    return Path(configured) if configured else Path(sys.prefix) / "jars"
+
+
+def extra_jars(directory: Path | None = None) -> list[str]:
+    """Absolute paths of the jars in `directory` (default `jars_dir()`), sorted; an absent or empty folder
+    is an error that says how to get them."""
+    folder = directory if directory is not None else jars_dir()
+    jars = sorted(str(path.resolve()) for path in folder.glob("*.jar"))
+    if not jars:
+        raise FileNotFoundError(
+            f"no jars in {folder}: run `make jars` (bin/fetch-jars) or point {JARS_ENV} at a folder of the jars "
+            "listed in config/jars/SHA256SUMS"
+        )
+    return jars
+
+
+def jars_conf(directory: Path | None = None) -> dict[str, str]:
+    """Settings giving a Spark application the pinned jars (`spark.jars`) and Delta's SQL extension: pass
+    them as `spark_session(conf=...)` or as spark-submit `--conf`s. They take effect only when the JVM
+    starts; a running session cannot gain jars."""
+    return {"spark.jars": ",".join(extra_jars(directory)), **DELTA_SESSION_CONF}
 
 
 def spark_session(app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
