@@ -32,7 +32,9 @@ $(JARS_STAMP): config/jars/pom.xml config/jars/SHA256SUMS bin/fetch-jars
 demo: setup
 	bin/demo
 
-test: setup jars
+# The jars' test is skipped (with the reason) when they cannot be fetched, rather than failing every test.
+test: setup
+	@$(MAKE) --no-print-directory jars || echo "WARNING: could not fetch the pinned jars with mvn: tests/test_spark_jars.py is skipped" >&2
 	$(VENV)/bin/ruff check .
 	bin/with-airflow $(PY) -m pytest
 
