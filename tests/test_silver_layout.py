@@ -156,6 +156,7 @@ def test_apply_reclusters_its_tables_at_the_recluster_hours_and_leaves_the_rows_
     source = SourceConfig(
         name="shop", format="dataworks_json", export_uri=str(tmp_path / "exports"),
         lake_root=str(tmp_path / "lake"), silver_file_size_mb=1, recluster_every_hours=2,
+        column_types={"shop.orders": {"amount": "double"}},  # DataWorks DOUBLE is exact text unless configured
     )  # fmt: skip
     first = datetime(2026, 11, 21, 0, tzinfo=UTC)
     expected: dict[int, dict] = {}
