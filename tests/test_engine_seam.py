@@ -10,7 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from lakeloader.engine import base as E
-from lakeloader.engine.deltars import predicate_sql
+from lakeloader.engine.deltars import newer, predicate_sql
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "jobs/lakeloader/engine"
@@ -64,3 +64,10 @@ def test_delta_rs_renders_typed_predicates_in_its_sql() -> None:
     assert predicate_sql(E.NotNull('we"ird')) == '"we""ird" IS NOT NULL'
     assert predicate_sql(E.Compare("name", "=", "o'brien")) == "\"name\" = 'o''brien'"
     assert predicate_sql(E.before(("a",), (1,))) == '"a" < 1'
+
+
+def test_delta_rs_renders_a_null_position_as_the_oldest_in_its_merge_condition() -> None:
+    condition = newer((E.SEQ, E.POSITION), absent=frozenset({f"t.{E.POSITION}"}))
+    assert condition == (
+        '((s."_cdc_seq" > t."_cdc_seq") OR (s."_cdc_seq" = t."_cdc_seq" AND coalesce(s."_cdc_position", \'\') > \'\'))'
+    )

@@ -18,6 +18,9 @@ import pyarrow as pa
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+# a value in a predicate or a default, which each engine renders in its own dialect
+Value = str | int | float | bool | Decimal | datetime | date
+
 ACTION = "_cdc_action"
 UPSERT, DELETE = "upsert", "delete"
 PARTIAL, PRESENT = "_cdc_partial", "_cdc_present"
@@ -45,7 +48,8 @@ METADATA_FIELDS = (
 METADATA_COLUMNS = tuple(f.name for f in METADATA_FIELDS)
 # the total order of docs/semantics.md; a NULL position (a row written before the column existed) is the oldest
 ORDERING_COLUMNS = (SEQ, SEQ2, POSITION)
-NULL_AS_OLDEST = {POSITION: "''"}
+# (the value a NULL counts as, a Python value each engine renders in its own dialect)
+NULL_AS_OLDEST: dict[str, Value] = {POSITION: ""}
 # Delta's table property for the size of the files a write aims at (delta-rs: bytes of Arrow data, before
 # Parquet's encoding and compression, which roughly halve it).
 FILE_SIZE_PROPERTY = "delta.targetFileSize"
@@ -73,7 +77,6 @@ class UnreadableTable(RuntimeError):
 # Typed predicates: what a delete selects, rendered by each engine in its own dialect (no SQL strings here).
 # ---------------------------------------------------------------------------------------------------------------
 
-Value = str | int | float | bool | Decimal | datetime | date
 Comparison = Literal["<", "<=", "=", "!=", ">=", ">"]
 
 

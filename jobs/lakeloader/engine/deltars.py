@@ -184,8 +184,8 @@ def newer(
         if column not in NULL_AS_OLDEST:
             return f"{side}.{quote(column)}"
         if f"{side}.{column}" in absent:
-            return NULL_AS_OLDEST[column]
-        return f"coalesce({side}.{quote(column)}, {NULL_AS_OLDEST[column]})"
+            return value_sql(NULL_AS_OLDEST[column])
+        return f"coalesce({side}.{quote(column)}, {value_sql(NULL_AS_OLDEST[column])})"
 
     terms = []
     for i, column in enumerate(order_columns):
