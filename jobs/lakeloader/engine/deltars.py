@@ -436,7 +436,9 @@ class DeltaRsEngine:
         )
         files = [spark_path(u) if "://" not in u else u.replace("s3://", "s3a://", 1) for u in table.file_uris()]
         frame = spark.read.schema(physical).parquet(*files) if files else spark.createDataFrame([], physical)
-        return frame.select(*[F.col(p.name).alias(f.name) for p, f in zip(physical, logical, strict=True)])
+        # each name as one Spark identifier (backticks, its own doubled): a `.` or backtick in it is no path
+        exact = [F.col("`" + p.name.replace("`", "``") + "`") for p in physical]
+        return frame.select(*[c.alias(f.name) for c, f in zip(exact, logical, strict=True)])
 
     def version(self, uri: str) -> int:
         return self._table(uri).version()
