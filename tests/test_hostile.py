@@ -188,7 +188,7 @@ def test_reconciliation_compares_columns_named_with_a_dot_or_a_backtick(spark, t
         engine.create(uri, schema, {}, {})
         rows = pa.table({"a.b": [1, 2], "x`y": ["v", value], "`": ["q", "q"]}, schema=schema)
         write_deltalake(uri, rows, mode="append")
-    expected, actual = silver_frame(spark, expected_uri, None), silver_frame(spark, actual_uri, None)
+    expected, actual = silver_frame(spark, engine, expected_uri), silver_frame(spark, engine, actual_uri)
     assert expected.columns == ["a.b", "x`y", "`"]
     assert compare(expected, expected, ["a.b"], expected.columns)["ok"]
     result = compare(expected, actual, ["a.b"], expected.columns)

@@ -55,8 +55,8 @@ from lakeloader.ddl.moves import (
 from lakeloader.ddl.types import spark_type_of_arrow
 from lakeloader.ddl.widening import widest
 from lakeloader.engine import base as E
+from lakeloader.engine import engine_for
 from lakeloader.engine.base import TableEngine
-from lakeloader.engine.deltars import DeltaRsEngine, quote
 from lakeloader.lake_index import record_names
 from lakeloader.lock import writes_source
 from lakeloader.multiset import multiset_actions
@@ -70,7 +70,7 @@ from lakeloader.silver import (
     truncation_mark,
 )
 from lakeloader.spark import read_parquet_dir
-from lakeloader.storage import Store, delta_storage_options, open_store
+from lakeloader.storage import Store, open_store
 
 
 def read_bronze(spark: SparkSession, lake: Store, source: str, hour: datetime) -> DataFrame:
@@ -128,7 +128,7 @@ def run_apply(
 ) -> dict:
     """Merge the hour's bronze changes and DDL into silver; returns (and records) per-table counts."""
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
-    engine = engine or DeltaRsEngine(delta_storage_options(source.lake_root, source.s3_endpoint_url))
+    engine = engine or engine_for(source)
     hour_text = zones.format_hour(hour)
     held = read_held_back(lake, source.name)
     bronze = with_held_back(spark, lake, source.name, hour, read_bronze(spark, lake, source.name, hour), held)
@@ -484,7 +484,7 @@ class _Batch:
         columns = {n: t for n, t in columns.items() if n not in multiset.KEY}
         shape = TableShape(identity[0], identity[1], [*columns.items(), *multiset.COLUMNS], multiset.KEY, segment)
         if recount and exists:
-            self.engine.delete_where(uri, f"{quote(multiset.ROW_ID)} IS NOT NULL", self.commit_info)
+            self.engine.delete_where(uri, E.NotNull(multiset.ROW_ID), self.commit_info)
         return self._write_segment(location, shape, actions)
 
     def _perform(self, location: D.TableLocation, event: DdlEvent) -> None:

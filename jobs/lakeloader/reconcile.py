@@ -22,17 +22,16 @@ from datetime import UTC, datetime
 from urllib.parse import unquote
 
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from lakeloader import canonical as C
 from lakeloader import zones
 from lakeloader.config import SourceConfig
 from lakeloader.engine import base as E
-from lakeloader.engine.deltars import DeltaRsEngine
+from lakeloader.engine import engine_for
+from lakeloader.engine.base import TableEngine
 from lakeloader.lake_index import silver_tables
 from lakeloader.land import raw_files, read_manifest
 from lakeloader.lock import writes_source
@@ -42,7 +41,7 @@ from lakeloader.reconcile_report import ACCOUNTING, CHECKS, SNAPSHOT, STATE, aud
 from lakeloader.replica import replica
 from lakeloader.silver import KEY_PROPERTY
 from lakeloader.spark import read_parquet_dir
-from lakeloader.storage import Store, delta_storage_options, open_store, spark_path
+from lakeloader.storage import Store, open_store, spark_path
 
 SAMPLE_SIZE = 20
 # when apply wrote a row differs between a replay and the original run; the rest only steer the writer
@@ -288,34 +287,25 @@ def _differing_keys(expected: DataFrame, actual: DataFrame, key: list[str], colu
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def silver_frame(spark: SparkSession, uri: str, storage_options: dict[str, str] | None) -> DataFrame:
-    """A silver table's current version as a Spark frame, read from its active Parquet files (Spark has no
-    Delta reader here): the Delta schema gives every file the same columns, column mapping is undone."""
-    table = DeltaTable(uri, storage_options=storage_options)
-    uses_vectors = "deletionVectors" in (table.protocol().reader_features or [])
-    if uses_vectors and pa.table(pa.RecordBatchReader.from_stream(table.deletion_vectors())).num_rows:
-        raise ReconcileError(f"{uri} has deletion vectors; purge them (REORG TABLE … APPLY (PURGE)) to reconcile")
-    logical = T.StructType.fromJson(json.loads(table.schema().to_json()))
-    physical = T.StructType(
-        [T.StructField(f.metadata.get("delta.columnMapping.physicalName", f.name), f.dataType) for f in logical]
-    )
-    files = [spark_path(u) if "://" not in u else u.replace("s3://", "s3a://", 1) for u in table.file_uris()]
-    frame = spark.read.schema(physical).parquet(*files) if files else spark.createDataFrame([], physical)
-    return frame.select(*[col(p.name).alias(f.name) for p, f in zip(physical, logical, strict=True)])
+def silver_frame(spark: SparkSession, engine: TableEngine, uri: str) -> DataFrame:
+    """A silver table's current version as a Spark frame, read by the source's table engine."""
+    try:
+        return engine.spark_frame(spark, uri)
+    except E.UnreadableTable as error:
+        raise ReconcileError(str(error)) from error
 
 
 def check_state(spark: SparkSession, source: SourceConfig, lake: Store, label: str) -> list[dict]:
     """Every silver table against its replica rebuilt from the whole bronze change log (lakeloader.replica)."""
-    storage_options = delta_storage_options(source.lake_root, source.s3_endpoint_url)
-    engine = DeltaRsEngine(storage_options)
+    engine = engine_for(source)
     silver = silver_tables(lake, source.name)
     results = []
     with replica(spark, source, lake, "reconcile", label) as scratch:
         for name, replica_uri in sorted(silver_tables(scratch, source.name).items()):
-            expected = silver_frame(spark, replica_uri, storage_options).drop(*NOT_COMPARED)
+            expected = silver_frame(spark, engine, replica_uri).drop(*NOT_COMPARED)
             key = json.loads(engine.properties(replica_uri).get(KEY_PROPERTY) or "null") or expected.columns
             uri = silver.pop(name, None)
-            actual = silver_frame(spark, uri, storage_options) if uri else expected.limit(0)
+            actual = silver_frame(spark, engine, uri) if uri else expected.limit(0)
             columns = expected.columns
             result = compare(expected, actual, key, columns)
             extra = [c for c in actual.columns if c not in columns and c not in NOT_COMPARED]
@@ -325,7 +315,7 @@ def check_state(spark: SparkSession, source: SourceConfig, lake: Store, label: s
                 result.update(ok=result["expected_rows"] == 0, silver_table="missing")
             results.append({"check": STATE, "table": name, "key": key, **result})
     for name, uri in sorted(silver.items()):
-        rows = silver_frame(spark, uri, storage_options).count()
+        rows = silver_frame(spark, engine, uri).count()
         results.append(
             {"check": STATE, "table": name, "ok": rows == 0, "expected_rows": 0, "actual_rows": rows,
              "problem": "silver table has no changes in bronze"}
@@ -372,8 +362,7 @@ def snapshot_frame(spark: SparkSession, source: SourceConfig, directory: str, ty
 
 
 def check_snapshot(spark: SparkSession, source: SourceConfig, lake: Store) -> list[dict]:
-    storage_options = delta_storage_options(source.lake_root, source.s3_endpoint_url)
-    engine = DeltaRsEngine(storage_options)
+    engine = engine_for(source)
     silver = silver_tables(lake, source.name)
     results = []
     for name, directory in sorted(snapshot_tables(source).items()):
@@ -381,7 +370,7 @@ def check_snapshot(spark: SparkSession, source: SourceConfig, lake: Store) -> li
         if uri is None:
             results.append({"check": SNAPSHOT, "table": name, "ok": False, "problem": "no silver table"})
             continue
-        actual = silver_frame(spark, uri, storage_options).drop(*[f.name for f in E.METADATA_FIELDS])
+        actual = silver_frame(spark, engine, uri).drop(*[f.name for f in E.METADATA_FIELDS])
         types = dict(actual.dtypes)
         expected = snapshot_frame(spark, source, directory, types)
         columns = expected.columns
@@ -471,11 +460,9 @@ def run_reconcile(
     report["report_uri"] = lake.child(zones.reconcile_report_key(source.name, label, "md"))
     lake.write_bytes(zones.reconcile_report_key(source.name, label, "json"), json.dumps(report, indent=1).encode())
     lake.write_bytes(zones.reconcile_report_key(source.name, label, "md"), render_markdown(report).encode())
-    write_deltalake(
+    engine_for(source).append(
         lake.child(zones.reconciliation_table_dir(source.name)),
         pa.Table.from_pylist(audit_rows(report), schema=AUDIT_SCHEMA),
-        mode="append",
-        storage_options=delta_storage_options(source.lake_root, source.s3_endpoint_url),
     )
     return report
 

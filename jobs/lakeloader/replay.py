@@ -13,19 +13,19 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from deltalake import CommitProperties, DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
 from lakeloader import apply as A
 from lakeloader import zones
 from lakeloader.config import SourceConfig
-from lakeloader.engine.deltars import DeltaRsEngine
+from lakeloader.engine import engine_for
+from lakeloader.engine.base import TableEngine
 from lakeloader.lake_index import silver_table_ids
 from lakeloader.lock import writes_source
 from lakeloader.replay_plan import REAPPLY
 from lakeloader.replica import replica
 from lakeloader.silver import KEY_PROPERTY
-from lakeloader.storage import Store, delta_storage_options, open_store
+from lakeloader.storage import Store, open_store
 
 
 def reapply(spark: SparkSession, source: SourceConfig, first: datetime, last: datetime) -> list[dict]:
@@ -36,7 +36,7 @@ def rebuild(
     spark: SparkSession, source: SourceConfig, tables: list[str] | None, lake: Store, label: str
 ) -> dict[str, dict]:
     """Replace each table (all of the source when None) with its replica rebuilt from the whole change log."""
-    storage_options = delta_storage_options(source.lake_root, source.s3_endpoint_url)
+    engine = engine_for(source)
     results = {}
     with replica(spark, source, lake, "rebuild", label) as scratch:
         built = silver_table_ids(scratch, source.name)
@@ -45,27 +45,16 @@ def rebuild(
             raise ValueError(f"no changes of {', '.join(missing)} in the bronze change log: nothing to rebuild from")
         for name in tables or sorted(built):
             key = zones.silver_table_dir(source.name, *built[name])
-            results[name] = _replace_table(lake.child(key), scratch.child(key), storage_options, source.name)
+            results[name] = _replace_table(engine, lake.child(key), scratch.child(key), source.name)
     return results
 
 
-def _replace_table(uri: str, replica_uri: str, storage_options: dict[str, str] | None, source: str) -> dict:
+def _replace_table(engine: TableEngine, uri: str, replica_uri: str, source: str) -> dict:
     """One overwrite commit of `uri` with the replica's rows, streamed batch by batch (the driver never holds
-    the table); an existing table keeps its description (the recorded key)."""
-    engine = DeltaRsEngine(storage_options)
-    built = DeltaTable(replica_uri, storage_options=storage_options)
+    the table); an existing table keeps its properties (the recorded key)."""
     existed = engine.exists(uri)
-    description = (DeltaTable(uri, storage_options=storage_options) if existed else built).metadata().description
     before = engine.row_count(uri) if existed else 0
-    write_deltalake(
-        uri,
-        built.to_pyarrow_dataset().scanner().to_reader(),
-        mode="overwrite",
-        schema_mode="overwrite",
-        description=description,
-        storage_options=storage_options,
-        commit_properties=CommitProperties(custom_metadata={"lakeloader.source": source, "lakeloader.step": "rebuild"}),
-    )
+    engine.replace_with(uri, replica_uri, {"lakeloader.source": source, "lakeloader.step": "rebuild"})
     key = engine.properties(replica_uri).get(KEY_PROPERTY)
     return {"rows_before": before, "rows": engine.row_count(uri), "uri": uri, "key": json.loads(key) if key else None}
 

@@ -17,8 +17,8 @@ from pyspark.sql import SparkSession
 from lakeloader import zones
 from lakeloader.apply import apply_changes, read_change_log
 from lakeloader.config import SourceConfig
-from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.storage import Store, delta_storage_options, open_store
+from lakeloader.engine import engine_for
+from lakeloader.storage import Store, open_store
 
 
 @contextmanager
@@ -29,7 +29,7 @@ def replica(spark: SparkSession, source: SourceConfig, lake: Store, purpose: str
     scratch = open_store(lake.child(root), source.s3_endpoint_url)
     try:
         log = read_change_log(spark, lake, source.name)
-        engine = DeltaRsEngine(delta_storage_options(source.lake_root, source.s3_endpoint_url))
+        engine = engine_for(source)
         commit_info = {"lakeloader.step": f"{purpose} replica", "lakeloader.label": label}
         apply_changes(source, log, lambda: log, scratch, engine, "all", commit_info)
         yield scratch

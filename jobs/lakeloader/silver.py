@@ -35,7 +35,6 @@ from lakeloader.ddl.types import arrow_type, spark_type_of_arrow
 from lakeloader.ddl.widening import widest
 from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
-from lakeloader.engine.deltars import literal, quote
 
 KEY_PROPERTY = "lakeloader.primaryKey"
 TRUNCATED_PROPERTY = "lakeloader.truncatedBefore"
@@ -137,8 +136,8 @@ def _apply(
     without_effect = change_set.num_rows - upserts - result.deleted
     _record_tombstones(engine, table, change_set, loaded_at)
     if engine.exists(table.tombstones_uri):
-        expired = (loaded_at - retention).isoformat()
-        engine.delete_where(table.tombstones_uri, f"{quote(E.DELETED_AT)} < '{expired}'", table.commit_info)
+        expired = E.Compare(E.DELETED_AT, "<", loaded_at - retention)
+        engine.delete_where(table.tombstones_uri, expired, table.commit_info)
     return ApplyResult(
         result.inserted, result.updated, result.deleted, stale, older_than_truncation, without_effect, result.version
     )
@@ -173,7 +172,7 @@ def truncate(engine: TableEngine, table: SilverTable, mark: tuple[Decimal, Decim
     recorded = truncation_mark(engine, table.uri)
     if recorded is not None and recorded >= mark:
         return 0
-    deleted = engine.delete_where(table.uri, _older_than(mark), table.commit_info)
+    deleted = engine.delete_where(table.uri, E.before((E.SEQ, E.SEQ2), mark), table.commit_info)
     engine.set_properties(table.uri, {TRUNCATED_PROPERTY: json.dumps([str(v) for v in mark])}, table.commit_info)
     return deleted
 
@@ -389,14 +388,6 @@ def truncation_mark(engine: TableEngine, uri: str) -> tuple[Decimal, Decimal] | 
         return None
     seq, seq2 = json.loads(recorded)
     return Decimal(seq), Decimal(seq2)
-
-
-def _older_than(mark: tuple[Decimal, Decimal]) -> str:
-    seq, seq2 = (literal(str(v)) for v in mark)
-    return (
-        f"{quote(E.SEQ)} < CAST({seq} AS DECIMAL(38,0)) OR ({quote(E.SEQ)} = CAST({seq} AS DECIMAL(38,0)) "
-        f"AND {quote(E.SEQ2)} < CAST({seq2} AS DECIMAL(38,0)))"
-    )
 
 
 def _not_older_than(change_set: pa.Table, mark: tuple[Decimal, Decimal]) -> pa.ChunkedArray:

@@ -16,9 +16,9 @@ from typing import Any
 
 from lakeloader import zones
 from lakeloader.config import SourceConfig, load_source
-from lakeloader.engine.deltars import DeltaRsEngine
+from lakeloader.engine import engine_for
 from lakeloader.generator.demo import jsonable_value
-from lakeloader.storage import Store, delta_storage_options, open_store
+from lakeloader.storage import Store, open_store
 
 NO_TABLE = "(no table)"
 
@@ -43,7 +43,7 @@ def collect(source: SourceConfig, hours: list, lake: Store) -> dict[str, Any]:
         )
         for name, counts in apply["tables"].items():
             tables.setdefault(name, Counter()).update(changes=counts["changes"])
-    engine = DeltaRsEngine(delta_storage_options(source.lake_root, source.s3_endpoint_url))
+    engine = engine_for(source)
     rows = {}
     for name in tables:
         if name != NO_TABLE:
@@ -59,7 +59,7 @@ def silver_uri(source: SourceConfig, lake: Store, name: str) -> str:
 
 def mismatches(source: SourceConfig, lake: Store, expected: dict[str, list[dict]]) -> dict[str, str]:
     """Tables whose user columns differ from the expected rows (order-independent), with what differs."""
-    engine = DeltaRsEngine(delta_storage_options(source.lake_root, source.s3_endpoint_url))
+    engine = engine_for(source)
     problems = {}
     for name, rows in sorted(expected.items()):
         uri = silver_uri(source, lake, name)

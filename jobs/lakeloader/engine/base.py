@@ -7,11 +7,19 @@ also carry `_cdc_partial` (the row's image holds only some columns) and `_cdc_pr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from datetime import date, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# a value in a predicate or a default, which each engine renders in its own dialect
+Value = str | int | float | bool | Decimal | datetime | date
 
 ACTION = "_cdc_action"
 UPSERT, DELETE = "upsert", "delete"
@@ -40,7 +48,8 @@ METADATA_FIELDS = (
 METADATA_COLUMNS = tuple(f.name for f in METADATA_FIELDS)
 # the total order of docs/semantics.md; a NULL position (a row written before the column existed) is the oldest
 ORDERING_COLUMNS = (SEQ, SEQ2, POSITION)
-NULL_AS_OLDEST = {POSITION: "''"}
+# (the value a NULL counts as, a Python value each engine renders in its own dialect)
+NULL_AS_OLDEST: dict[str, Value] = {POSITION: ""}
 # Delta's table property for the size of the files a write aims at (delta-rs: bytes of Arrow data, before
 # Parquet's encoding and compression, which roughly halve it).
 FILE_SIZE_PROPERTY = "delta.targetFileSize"
@@ -58,6 +67,54 @@ class MergeResult:
     updated: int
     deleted: int
     version: int
+
+
+class UnreadableTable(RuntimeError):
+    """A table the engine cannot read the way asked (e.g. into Spark), with what the user can do about it."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Typed predicates: what a delete selects, rendered by each engine in its own dialect (no SQL strings here).
+# ---------------------------------------------------------------------------------------------------------------
+
+Comparison = Literal["<", "<=", "=", "!=", ">=", ">"]
+
+
+@dataclass(frozen=True)
+class Compare:
+    """`column op value`, the value a Python one (a Decimal compares as a decimal, a datetime as a timestamp)."""
+
+    column: str
+    op: Comparison
+    value: Value
+
+
+@dataclass(frozen=True)
+class NotNull:
+    column: str
+
+
+@dataclass(frozen=True)
+class And:
+    terms: tuple[Predicate, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    terms: tuple[Predicate, ...]
+
+
+Predicate = Compare | NotNull | And | Or
+
+
+def before(columns: Sequence[str], values: Sequence[Value]) -> Predicate:
+    """Rows whose `columns` come before `values` lexicographically (e.g. (seq, seq2) older than a mark)."""
+    terms: list[Predicate] = []
+    for i, column in enumerate(columns):
+        equal = [Compare(c, "=", v) for c, v in zip(columns[:i], values[:i], strict=True)]
+        last = Compare(column, "<", values[i])
+        terms.append(And((*equal, last)) if equal else last)
+    return Or(tuple(terms)) if len(terms) > 1 else terms[0]
 
 
 class TableEngine(Protocol):
@@ -104,7 +161,9 @@ class TableEngine(Protocol):
         """
         ...
 
-    def delete_where(self, uri: str, predicate: str, commit_info: dict[str, str]) -> int: ...
+    def delete_where(self, uri: str, predicate: Predicate, commit_info: dict[str, str]) -> int:
+        """Delete the rows `predicate` selects; returns how many."""
+        ...
 
     def rewrite(
         self, uri: str, schema: pa.Schema, transform: Callable[[pa.Table], pa.Table], commit_info: dict[str, str]
@@ -124,6 +183,20 @@ class TableEngine(Protocol):
         ...
 
     def read(self, uri: str) -> pa.Table: ...
+
+    def append(self, uri: str, rows: pa.Table) -> None:
+        """Append rows, creating the table (with their schema) if it does not exist (audit tables)."""
+        ...
+
+    def replace_with(self, uri: str, source_uri: str, commit_info: dict[str, str]) -> None:
+        """One overwrite commit of `uri` with the schema and rows of the table at `source_uri`, streamed (the
+        driver never holds the table); `uri` keeps its properties, or takes the source's when it is new."""
+        ...
+
+    def spark_frame(self, spark: SparkSession, uri: str) -> DataFrame:
+        """The table's current version as a Spark frame (reconciliation compares tables in Spark); raises
+        `UnreadableTable` when it cannot be read so."""
+        ...
 
     def version(self, uri: str) -> int: ...
 

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import date, datetime
+from decimal import Decimal
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,8 +40,18 @@ from lakeloader.engine.base import (
     STAGING_COLUMNS,
     STATS_COLUMNS_PROPERTY,
     UPSERT,
+    And,
+    Compare,
     MergeResult,
+    NotNull,
+    Or,
+    Predicate,
+    UnreadableTable,
+    Value,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def quote(name: str) -> str:
@@ -48,6 +61,38 @@ def quote(name: str) -> str:
 
 def literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def value_sql(value: Value) -> str:
+    """A Python value as a delta-rs SQL literal: a Decimal cast to a decimal of its scale, a datetime or date
+    as its ISO text (which delta-rs coerces to the column's type)."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, Decimal):
+        exponent = value.as_tuple().exponent
+        scale = max(0, -exponent) if isinstance(exponent, int) else 0
+        return f"CAST({literal(str(value))} AS DECIMAL(38,{scale}))"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, datetime | date):
+        return literal(value.isoformat())
+    if isinstance(value, str):
+        return literal(value)
+    raise TypeError(f"no SQL literal for {type(value).__name__} {value!r}")
+
+
+def predicate_sql(predicate: Predicate, nested: bool = False) -> str:
+    """A typed predicate (`lakeloader.engine.base`) in delta-rs' SQL; compound terms inside another are
+    parenthesised."""
+    if isinstance(predicate, Compare):
+        return f"{quote(predicate.column)} {predicate.op} {value_sql(predicate.value)}"
+    if isinstance(predicate, NotNull):
+        return f"{quote(predicate.column)} IS NOT NULL"
+    if isinstance(predicate, And | Or):
+        joiner = " AND " if isinstance(predicate, And) else " OR "
+        text = joiner.join(predicate_sql(term, nested=True) for term in predicate.terms)
+        return f"({text})" if nested and len(predicate.terms) > 1 else text
+    raise TypeError(f"not a predicate: {predicate!r}")
 
 
 INT64_LIMITS = (-(2**63), 2**63 - 1)
@@ -139,8 +184,8 @@ def newer(
         if column not in NULL_AS_OLDEST:
             return f"{side}.{quote(column)}"
         if f"{side}.{column}" in absent:
-            return NULL_AS_OLDEST[column]
-        return f"coalesce({side}.{quote(column)}, {NULL_AS_OLDEST[column]})"
+            return value_sql(NULL_AS_OLDEST[column])
+        return f"coalesce({side}.{quote(column)}, {value_sql(NULL_AS_OLDEST[column])})"
 
     terms = []
     for i, column in enumerate(order_columns):
@@ -296,9 +341,10 @@ class DeltaRsEngine:
             version=self._table(uri).version(),
         )
 
-    def delete_where(self, uri: str, predicate: str, commit_info: dict[str, str]) -> int:
+    def delete_where(self, uri: str, predicate: Predicate, commit_info: dict[str, str]) -> int:
         table = self._trust_statistics(uri, commit_info)
-        metrics = table.delete(predicate, commit_properties=CommitProperties(custom_metadata=commit_info))
+        commit = CommitProperties(custom_metadata=commit_info)
+        metrics = table.delete(predicate_sql(predicate), commit_properties=commit)
         return int(metrics.get("num_deleted_rows", 0))
 
     def rewrite(
@@ -354,6 +400,45 @@ class DeltaRsEngine:
     def read(self, uri: str) -> pa.Table:
         table = pa.table(pa.RecordBatchReader.from_stream(self._table(uri).scan()))
         return table.cast(pa.schema([_plain(f) for f in table.schema]))
+
+    def append(self, uri: str, rows: pa.Table) -> None:
+        write_deltalake(uri, rows, mode="append", storage_options=self.storage_options)
+
+    def replace_with(self, uri: str, source_uri: str, commit_info: dict[str, str]) -> None:
+        """Our properties live in the table description (`properties`), so the description is what is kept."""
+        built = self._table(source_uri)
+        description = (self._table(uri) if self.exists(uri) else built).metadata().description
+        write_deltalake(
+            uri,
+            built.to_pyarrow_dataset().scanner().to_reader(),
+            mode="overwrite",
+            schema_mode="overwrite",
+            description=description,
+            storage_options=self.storage_options,
+            commit_properties=CommitProperties(custom_metadata=commit_info),
+        )
+
+    def spark_frame(self, spark: SparkSession, uri: str) -> DataFrame:
+        """Read from the table's active Parquet files (this Spark has no Delta reader): the Delta schema gives
+        every file the same columns, column mapping is undone; deletion vectors cannot be applied so."""
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        from lakeloader.storage import spark_path
+
+        table = self._table(uri)
+        uses_vectors = "deletionVectors" in (table.protocol().reader_features or [])
+        if uses_vectors and pa.table(pa.RecordBatchReader.from_stream(table.deletion_vectors())).num_rows:
+            raise UnreadableTable(f"{uri} has deletion vectors; purge them (REORG TABLE … APPLY (PURGE)) to reconcile")
+        logical = T.StructType.fromJson(json.loads(table.schema().to_json()))
+        physical = T.StructType(
+            [T.StructField(f.metadata.get("delta.columnMapping.physicalName", f.name), f.dataType) for f in logical]
+        )
+        files = [spark_path(u) if "://" not in u else u.replace("s3://", "s3a://", 1) for u in table.file_uris()]
+        frame = spark.read.schema(physical).parquet(*files) if files else spark.createDataFrame([], physical)
+        # each name as one Spark identifier (backticks, its own doubled): a `.` or backtick in it is no path
+        exact = [F.col("`" + p.name.replace("`", "``") + "`") for p in physical]
+        return frame.select(*[c.alias(f.name) for c, f in zip(exact, logical, strict=True)])
 
     def version(self, uri: str) -> int:
         return self._table(uri).version()
