@@ -4,7 +4,9 @@ The oracle tests generate a stream of row changes (`Change`) for a table, apply 
 and load the messages of each format: every format must give the model's table. A change's `seq` becomes
 the format's own ordering key (sequence id, event time, SCN, `es`, `ts_ms`, ...), so any shuffle of the
 messages across files and hours must give the same table; DebeziumSmt messages carry no order and must be
-exported in order.
+exported in order. A DDL change (`DDL`, its `statement`; `TRUNCATE` without one) is written where each format's
+document puts a statement (WITH_DDL_TEXT): DataWorks `ddl.text`, OMS `postStruct.ddl`, Canal `sql`, SharePlex
+`sql.ddl`, DTS Avro's after-image; the DDL oracle (tests/test_ddl_oracle.py) writes its streams so.
 
 Rows hold Python values (int, Decimal, float, date, naive datetime for a wall clock, UTC datetime for an
 instant, bytes, str). Each column has a *kind* (BIGINT ... TEXT); each format declares a kind with its own
@@ -34,7 +36,7 @@ from lakeloader.generator import dataworks as dw
 Row = dict[str, object]
 DB = "shop"
 BASE = datetime(2026, 11, 21, 5, tzinfo=UTC)
-INSERT, UPDATE, DELETE, TRUNCATE = "insert", "update", "delete", "truncate"
+INSERT, UPDATE, DELETE, TRUNCATE, DDL = "insert", "update", "delete", "truncate", "ddl"
 
 # Column kinds (what a column holds), named after the Spark type a configured source gives them (SPARK_TYPES).
 BIGINT, INT, DECIMAL, WIDE_DECIMAL, DOUBLE = "bigint", "int", "decimal(10,2)", "decimal(50,10)", "double"
@@ -42,6 +44,7 @@ DATE, DATETIME, TIMESTAMP, BYTES, TEXT = "date", "datetime", "timestamp", "bytes
 # MySQL's boundary types: TINYINT(1) (BOOL), BIGINT UNSIGNED (beyond int64), DECIMAL(65,30), DECIMAL declared
 # without precision (as DTS and OMS send it; values with 30 fraction digits), FLOAT (values exact in 32 bits)
 FLAG, UNSIGNED_BIGINT, DECIMAL_65, BARE_DECIMAL, FLOAT = "tinyint(1)", "ubigint", "decimal(65,30)", "decimal", "float"
+WHOLE_DECIMAL = "decimal(30,0)"  # what the DDL oracle's MODIFY widens a BIGINT column to
 Columns = tuple[tuple[str, str], ...]
 PLAIN_COLUMNS: Columns = (("id", BIGINT), ("name", TEXT), ("qty", BIGINT))
 TYPED_COLUMNS: Columns = (
@@ -77,6 +80,7 @@ SPARK_TYPES = {
     DECIMAL_65: "string",
     BARE_DECIMAL: "string",
     FLOAT: "float",
+    WHOLE_DECIMAL: "decimal(30,0)",
 }
 """The Spark type `column_types` gives each kind, for the formats whose messages carry no types."""
 
@@ -113,7 +117,7 @@ TYPED = Table("typed", ("id",), TYPED_COLUMNS)
 @dataclass(frozen=True)
 class Change:
     table: Table
-    op: str  # insert / update / delete / truncate
+    op: str  # insert / update / delete / truncate / ddl
     seq: int  # position in the source's true order (positive, unique)
     before: Row | None = None
     after: Row | None = None
@@ -121,6 +125,7 @@ class Change:
     # a clock (Canal `es` and `id`, Debezium `ts_ms`, DataWorks 2.0 `eventTime`) sends equal ordering keys;
     # formats with a sequence per change still send `seq`. None: `seq`.
     tick: int | None = None
+    statement: str | None = None  # a DDL change's statement text (op `ddl`)
 
     @property
     def at(self) -> datetime:
@@ -132,7 +137,20 @@ class Change:
 
     @property
     def ddl(self) -> str:
-        return f"TRUNCATE TABLE `{self.table.name}`"
+        return self.statement or f"TRUNCATE TABLE `{self.table.name}`"
+
+    @property
+    def is_ddl(self) -> bool:
+        return self.op in (TRUNCATE, DDL)
+
+    @property
+    def ddl_type(self) -> str:
+        """The statement's event type as Canal names it (and DataWorks, whose DDL ops are Canal's): CREATE,
+        ALTER, ERASE (DROP TABLE), TRUNCATE, RENAME, CINDEX, DINDEX, QUERY for any other statement."""
+        words = re.sub(r"\b(TEMPORARY|UNIQUE|FULLTEXT|SPATIAL)\s+", "", self.ddl.upper()).split()[:2]
+        kinds = {("CREATE", "TABLE"): "CREATE", ("ALTER", "TABLE"): "ALTER", ("DROP", "TABLE"): "ERASE"}
+        kinds |= {("RENAME", "TABLE"): "RENAME", ("CREATE", "INDEX"): "CINDEX", ("DROP", "INDEX"): "DINDEX"}
+        return "TRUNCATE" if words[:1] == ["TRUNCATE"] else kinds.get(tuple(words), "QUERY")
 
 
 def keyed_stream(table: Table, n: int) -> tuple[list[Change], dict[object, Row]]:
@@ -275,23 +293,29 @@ def _exact_number(value: object) -> str:
 DATAWORKS = Dialect(  # six types (seed 000): decimals are DOUBLE, every date-time a DATE of epoch milliseconds
     types={BIGINT: "LONG", INT: "LONG", DECIMAL: "DOUBLE", WIDE_DECIMAL: "DOUBLE", DOUBLE: "DOUBLE"}
     | {DATE: "DATE", DATETIME: "DATE", TIMESTAMP: "DATE", BYTES: "BYTES", TEXT: "STRING", FLAG: "BOOLEAN"}
-    | {UNSIGNED_BIGINT: "DOUBLE", DECIMAL_65: "DOUBLE", BARE_DECIMAL: "DOUBLE", FLOAT: "DOUBLE"},
+    | {UNSIGNED_BIGINT: "DOUBLE", DECIMAL_65: "DOUBLE", BARE_DECIMAL: "DOUBLE", FLOAT: "DOUBLE"}
+    | {WHOLE_DECIMAL: "DOUBLE"},
     # a DOUBLE's value is the source value's exact text, as real producers send it ("1.100000")
     values={DECIMAL: plain_number, WIDE_DECIMAL: plain_number, DOUBLE: repr, DATE: midnight_millis}
     | {DATETIME: epoch_millis, DECIMAL_65: plain_number, BARE_DECIMAL: plain_number, FLOAT: repr}
-    | {TIMESTAMP: epoch_millis, BYTES: base64_text},
+    | {TIMESTAMP: epoch_millis, BYTES: base64_text, WHOLE_DECIMAL: plain_number},
 )
 OMS = Dialect(  # OMS type names and its MySQL-tenant value formats (seed 002), for every OMS format but Debezium
     types={BIGINT: "INT64", INT: "INT", DECIMAL: "DECIMAL(10,2)", WIDE_DECIMAL: "DECIMAL(50,10)", DOUBLE: "DOUBLE"}
     | {DATE: "DATE", DATETIME: "DATETIME", TIMESTAMP: "TIMESTAMP", BYTES: "BLOB", TEXT: "VARCHAR(64)", FLAG: "BOOL"}
-    | {UNSIGNED_BIGINT: "BIGINT", DECIMAL_65: "DECIMAL(65,30)", BARE_DECIMAL: "DECIMAL", FLOAT: "FLOAT"},
+    | {UNSIGNED_BIGINT: "BIGINT", DECIMAL_65: "DECIMAL(65,30)", BARE_DECIMAL: "DECIMAL", FLOAT: "FLOAT"}
+    | {WHOLE_DECIMAL: "DECIMAL(30,0)"},
     values={DATE: date.isoformat, DATETIME: oms_clock, TIMESTAMP: oms_epoch_seconds, BYTES: base64_text, FLAG: int},
 )
+JDBC_TYPES = {BIGINT: -5, INT: 4, DECIMAL: 3, WIDE_DECIMAL: 3, DOUBLE: 8, DATE: 91, DATETIME: 93, TIMESTAMP: 93}
+JDBC_TYPES |= {BYTES: 2004, TEXT: 12, FLAG: -7, UNSIGNED_BIGINT: 3, DECIMAL_65: 3, BARE_DECIMAL: 3, FLOAT: 7}
+JDBC_TYPES |= {WHOLE_DECIMAL: 3}
+"""Canal's `sqlType`: the java.sql.Types code of each column kind (the loader types columns by `mysqlType`)."""
 CANAL = Dialect(  # mysqlType declarations, every value as text
     types={BIGINT: "bigint", INT: "int", DECIMAL: "decimal(10,2)", WIDE_DECIMAL: "decimal(50,10)", DOUBLE: "double"}
     | {DATE: "date", DATETIME: "datetime(6)", TIMESTAMP: "timestamp(6)", BYTES: "blob", TEXT: "varchar(20)"}
     | {FLAG: "tinyint(1)", UNSIGNED_BIGINT: "bigint(20) unsigned", DECIMAL_65: "decimal(65,30)"}
-    | {BARE_DECIMAL: "decimal", FLOAT: "float"},
+    | {BARE_DECIMAL: "decimal", FLOAT: "float", WHOLE_DECIMAL: "decimal(30,0)"},
     values=dict.fromkeys(SPARK_TYPES, text_of),
 )
 
@@ -354,8 +378,8 @@ def dataworks_json(change: Change, two_message_updates: bool) -> list[str]:
         return dw.insert(spec, change.seq, change.at, after)
     if change.op == DELETE:
         return dw.delete(spec, change.seq, change.at, before)
-    if change.op == TRUNCATE:
-        return [dw.message(spec, "TRUNCATE", change.seq, change.at, ddl=change.ddl)]
+    if change.is_ddl:
+        return [dw.message(spec, change.ddl_type, change.seq, change.at, ddl=change.ddl)]
     return dw.update(spec, change.seq, change.at, before, after, one_message=not two_message_updates)
 
 
@@ -364,20 +388,22 @@ def _declared(dialect: Dialect, table: Table) -> dict[str, object]:
 
 
 def dataworks_v2(change: Change) -> list[str]:
+    """DataWorks 2.0; a DDL message declares no columns and no key (seed 002's example)."""
     before, after = (OMS.image(change.table, row) for row in (change.before, change.after))
+    columns = [{"name": n, "type": t} for n, t in _declared(OMS, change.table).items()]
     message = {
         "version": "2.0",
         "schema": {
             "source": {"dbType": "mysql", "dbName": DB, "schema": None, "table": change.table.name},
-            "column": [{"name": n, "type": t} for n, t in _declared(OMS, change.table).items()],
-            "pk": list(change.table.key),
+            "column": None if change.is_ddl else columns,
+            "pk": None if change.is_ddl else list(change.table.key),
         },
         "payload": {
-            "op": change.op.upper(),
+            "op": change.ddl_type if change.is_ddl else change.op.upper(),
             "before": {"data": before} if before is not None else None,
             "after": {"data": after} if after is not None else None,
             "timestamp": {"eventTime": change.millis},
-            "ddl": {"text": change.ddl} if change.op == TRUNCATE else None,
+            "ddl": {"text": change.ddl} if change.is_ddl else None,
             "scn": None,
         },
     }
@@ -401,11 +427,12 @@ def datahub_tuple(change: Change) -> list[str]:
 
 def oms_default(change: Change, light_types: bool = False) -> list[str]:
     """OMS Default (seconds since 1970 and storeDataSequence order it); with `light_types`, the
-    DefaultExtendColumnType variant."""
+    DefaultExtendColumnType variant. A DDL record carries its statement as `postStruct.ddl` (and declares it
+    VAR_STRING in the variant's `__light_type`), without a key (seed 002's examples)."""
     metadata = {
         "db": DB,
         "table_name": change.table.name,
-        "record_primary_key": "\u0001".join(change.table.key) or None,
+        "record_primary_key": None if change.is_ddl else "\u0001".join(change.table.key) or None,
         "timestamp": str(int(change.at.timestamp())),
         "storeDataSequence": change.seq,
     }
@@ -415,21 +442,26 @@ def oms_default(change: Change, light_types: bool = False) -> list[str]:
         values = OMS.image(change.table, row)
         return {**values, "__light_type": types} if light_types and values is not None else values
 
+    statement: dict = {"ddl": change.ddl}
+    if light_types:
+        statement["__light_type"] = {"ddl": {"schemaType": "VAR_STRING"}}
     message = {
         "allMetaData": metadata,
-        "recordType": "DDL" if change.op == TRUNCATE else change.op.upper(),
+        "recordType": "DDL" if change.is_ddl else change.op.upper(),
         "prevStruct": image(change.before),
-        "postStruct": {"ddl": change.ddl} if change.op == TRUNCATE else image(change.after),
+        "postStruct": statement if change.is_ddl else image(change.after),
     }
     return [dumps(message)]
 
 
 def canal_json(change: Change) -> list[str]:
-    """Canal JSON: an update's `old` holds the changed columns' earlier values."""
+    """Canal JSON: an update's `old` holds the changed columns' earlier values. A DDL message has `isDdl`, the
+    statement in `sql` and no data, key or types; its `type` is the event type (OMS, open-source Canal) for an
+    even `seq`, DTS's `DDL` for an odd one (seeds 002 and 004)."""
     before, after = (CANAL.image(change.table, row) for row in (change.before, change.after))
     if change.op == UPDATE:
         data, old = [after], [{k: v for k, v in before.items() if after[k] != v}]
-    elif change.op == TRUNCATE:
+    elif change.is_ddl:
         data, old = None, None
     else:
         data, old = [after if change.op == INSERT else before], None
@@ -438,25 +470,27 @@ def canal_json(change: Change) -> list[str]:
         "old": old,
         "database": DB,
         "table": change.table.name,
-        "type": change.op.upper(),
-        "isDdl": change.op == TRUNCATE,
+        "type": ("DDL" if change.seq % 2 else change.ddl_type) if change.is_ddl else change.op.upper(),
+        "isDdl": change.is_ddl,
         "es": change.millis,
         "ts": change.millis + 300,
         "id": change.seq if change.tick is None else change.tick,
-        "pkNames": list(change.table.key) or None,
-        "mysqlType": _declared(CANAL, change.table),
-        "sql": change.ddl if change.op == TRUNCATE else "",
+        "pkNames": None if change.is_ddl else list(change.table.key) or None,
+        "mysqlType": None if change.is_ddl else _declared(CANAL, change.table),
+        "sqlType": None if change.is_ddl else {n: JDBC_TYPES[k] for n, k in change.table.columns},
+        "sql": change.ddl if change.is_ddl else "",
     }
     return [json.dumps(message)]
 
 
 def shareplex_json(change: Change) -> list[str]:
-    """SharePlex JSON: an update's `data` holds only the changed columns, its `key` the row before."""
-    meta = {"op": {INSERT: "ins", UPDATE: "upd", DELETE: "del", TRUNCATE: "ddl"}[change.op]}
+    """SharePlex JSON: an update's `data` holds only the changed columns, its `key` the row before; a DDL is op
+    `ddl` with empty `data` and the statement in `sql.ddl` (seed 002)."""
+    meta = {"op": {INSERT: "ins", UPDATE: "upd", DELETE: "del", TRUNCATE: "ddl", DDL: "ddl"}[change.op]}
     meta |= {"table": change.table.qualified, "scn": str(change.seq), "seq": 1}
     meta |= {"time": change.at.strftime("%Y-%m-%dT%H:%M:%SZ")}
-    if change.op == TRUNCATE:
-        return [dumps({"meta": meta, "sql": {"ddl": change.ddl}})]
+    if change.is_ddl:
+        return [dumps({"data": {}, "meta": meta, "sql": {"ddl": change.ddl}})]
     before, after = (OMS.image(change.table, row) for row in (change.before, change.after))
     if change.op == UPDATE:
         return [dumps({"meta": meta, "data": {k: v for k, v in after.items() if before[k] != v}, "key": before})]
@@ -521,7 +555,7 @@ def _avro_timestamp(moment: datetime) -> tuple[str, dict]:
 DTS_AVRO = Dialect(  # MySQL protocol type numbers, values as the record schema's union branches
     types={BIGINT: 8, INT: 3, DECIMAL: 246, WIDE_DECIMAL: 246, DOUBLE: 5}
     | {DATE: 10, DATETIME: 12, TIMESTAMP: 7, BYTES: 252, TEXT: 15}
-    | {FLAG: 1, UNSIGNED_BIGINT: 8, DECIMAL_65: 246, BARE_DECIMAL: 246, FLOAT: 4},
+    | {FLAG: 1, UNSIGNED_BIGINT: 8, DECIMAL_65: 246, BARE_DECIMAL: 246, FLOAT: 4, WHOLE_DECIMAL: 246},
     values={
         BIGINT: lambda v: (_AVRO + "Integer", {"precision": 20, "value": str(v)}),
         INT: lambda v: (_AVRO + "Integer", {"precision": 11, "value": str(v)}),
@@ -538,6 +572,7 @@ DTS_AVRO = Dialect(  # MySQL protocol type numbers, values as the record schema'
         DECIMAL_65: _avro_decimal(65, 30),
         BARE_DECIMAL: _avro_decimal(65, 30),
         FLOAT: lambda v: (_AVRO + "Float", {"value": v, "precision": 12, "scale": 0}),
+        WHOLE_DECIMAL: _avro_decimal(30, 0),
     },
 )
 
@@ -549,7 +584,7 @@ def dts_avro(change: Change) -> list[str]:
         values = DTS_AVRO.image(change.table, row)
         return None if values is None else [values.get(name) for name, _ in change.table.columns]
 
-    truncate = change.op == TRUNCATE
+    ddl = change.is_ddl  # a DDL record: the statement (a string) as its after-image, no fields
     fields = [{"name": n, "dataTypeNumber": number} for n, number in _declared(DTS_AVRO, change.table).items()]
     record = {
         "version": 1,
@@ -559,13 +594,13 @@ def dts_avro(change: Change) -> list[str]:
         "safeSourcePosition": "",
         "sourceTxid": "0",
         "source": {"sourceType": "MySQL", "version": "8.0"},
-        "operation": "DDL" if truncate else change.op.upper(),
+        "operation": "DDL" if ddl else change.op.upper(),
         "objectName": change.table.qualified,
         "processTimestamps": None,
         "tags": {},
-        "fields": None if truncate else fields,
-        "beforeImages": None if truncate else image(change.before),
-        "afterImages": change.ddl if truncate else image(change.after),
+        "fields": None if ddl else fields,
+        "beforeImages": None if ddl else image(change.before),
+        "afterImages": change.ddl if ddl else image(change.after),
     }
     out = io.BytesIO()
     fastavro.schemaless_writer(out, record_schema(), record)
@@ -587,6 +622,8 @@ WRITERS: dict[str, Callable[[Change], list[str]]] = {
 }
 ORDERED_BY_EXPORT_POSITION = names(lambda f: not f.ordered)  # exported in order
 WITHOUT_DDL = names(lambda f: not f.ddl)  # no way to send a TRUNCATE
+WITH_DDL_TEXT = tuple(f for f in WRITERS if f not in (*WITHOUT_DDL, "debezium_json", "debezium_flatten"))
+"""Formats whose messages carry a DDL statement's text (Debezium's send only a truncate, as op `t`)."""
 
 
 def settings(fmt: str, tables: tuple[Table, ...]) -> dict:
