@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from lakeloader import zones
 from lakeloader.config import SourceConfig
 from lakeloader.engine.deltars import DeltaRsEngine
+from lakeloader.formats.registry import FORMATS
 from lakeloader.generator import layouts, wire
-from lakeloader.ordering import SEQUENCE_IDENTIFIES
 from lakeloader.runner import run_hours
 
 HOURS = [wire.BASE + timedelta(hours=i) for i in range(3)]
@@ -230,7 +230,7 @@ def write_hours(rng: random.Random, fmt: str, root: Path, hours: list[list[wire.
         messages += rng.sample(messages, k=min(5, len(messages)))  # delivered twice within the hour
         rng.shuffle(messages)
         for part in (0, 1):
-            if fmt in SEQUENCE_IDENTIFIES:
+            if FORMATS[fmt].sequence_identifies:
                 content = layouts.lines_file([m.text or "" for m in messages[part::2]])
             else:
                 content = layouts.kcat_file(messages[part::2], base64_payload=False)
@@ -238,7 +238,7 @@ def write_hours(rng: random.Random, fmt: str, root: Path, hours: list[list[wire.
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
             os.utime(path, (hour.timestamp() + 60, hour.timestamp() + 60))
-    return {} if fmt in SEQUENCE_IDENTIFIES else {"export_layout": "kcat"}
+    return {} if FORMATS[fmt].sequence_identifies else {"export_layout": "kcat"}
 
 
 def silver_rows(source: SourceConfig, model: TableModel) -> tuple[list[str], list[tuple]]:
