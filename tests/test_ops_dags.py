@@ -91,7 +91,7 @@ def test_daily_reconciliation_waits_for_the_day_then_checks_state_and_snapshot(b
     for dag in (shop, billing):
         assert dag.get_task("wait_for_day").downstream_task_ids == {"reconcile"}
         assert dag.get_task("reconcile").downstream_task_ids == {"verify"}
-        assert dag.timetable.expression == "0 0 * * *" and dag.max_active_runs == 1
+        assert dag.timetable.summary == "0 0 * * *" and dag.max_active_runs == 1
     reconcile = shop.get_task("reconcile")
     assert reconcile.pool == "lakeloader_shop"
     args = reconcile.application_args
