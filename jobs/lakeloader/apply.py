@@ -40,7 +40,14 @@ from lakeloader import multiset, zones
 from lakeloader.config import SourceConfig
 from lakeloader.ddl import changes as D
 from lakeloader.ddl import statements as S
-from lakeloader.ddl.columns import ColumnChange, applied_changes, read_as_later, renames_or_drops
+from lakeloader.ddl.columns import (
+    ColumnChange,
+    applied_changes,
+    change_position,
+    position_literal,
+    read_as_later,
+    renames_or_drops,
+)
 from lakeloader.ddl.events import DdlEvent, ddl_events, record_history
 from lakeloader.ddl.moves import (
     TableId,
@@ -578,7 +585,7 @@ class _Multisets:
         batch_rows = self.data.where(table & (F.col("segment") == segment))
         history = self.history().where(table)
         if bound is not None:
-            history = history.where(_position() < _position_literal(bound))
+            history = history.where(change_position() < position_literal(bound))
         since = truncation_mark(self.engine, uri) if uri else None
         return multiset_actions(
             read_as_later(batch_rows, changes),
@@ -649,34 +656,12 @@ def with_segments(data: DataFrame, events_by_table: dict[TableId, list[DdlEvent]
     """Adds `segment`: how many of its table's DDL messages precede the change in the sequence."""
     if not events_by_table:
         return data.withColumn("segment", F.lit(0))
-    position = _position()
+    position = change_position()
     boundaries = per_table(
-        {name: F.array(*(_position_literal(e.position) for e in events)) for name, events in events_by_table.items()}
+        {name: F.array(*(position_literal(e.position) for e in events)) for name, events in events_by_table.items()}
     )
     before = F.size(F.filter(boundaries, lambda b: b < position))
     return data.withColumn("segment", F.when(boundaries.isNull(), F.lit(0)).otherwise(before))
-
-
-def _position() -> Column:
-    """A change's place in its table's sequence, comparable with `_position_literal`."""
-    return F.struct(
-        F.col("seq").cast(C.SEQ_TYPE),
-        F.col("seq2").cast(C.SEQ_TYPE),
-        "origin_file",
-        F.col("origin_line").cast("long"),
-        F.col("origin_index").cast("int"),
-    )
-
-
-def _position_literal(position: tuple) -> Column:
-    seq, seq2, origin_file, origin_line, origin_index = position
-    return F.struct(
-        F.lit(seq).cast(C.SEQ_TYPE),
-        F.lit(seq2).cast(C.SEQ_TYPE),
-        F.lit(origin_file),
-        F.lit(origin_line).cast("long"),
-        F.lit(origin_index).cast("int"),
-    )
 
 
 def silver_uri(lake: Store, source: str, shape: TableShape) -> str:

@@ -79,7 +79,7 @@ def read_as_later(data: DataFrame, changes: dict[TableId, list[ColumnChange]]) -
         F.struct(
             F.lit(db).alias("db"),
             F.lit(table).alias("table"),
-            _literal(at).alias("at"),
+            position_literal(at).alias("at"),
             F.array(*(F.lit(name) for name in _dropped(op))).cast("array<string>").alias("dropped"),
             F.lit(_renamed_from(op)).cast("string").alias("old"),
             F.lit(_renamed_to(op)).cast("string").alias("new"),
@@ -89,13 +89,7 @@ def read_as_later(data: DataFrame, changes: dict[TableId, list[ColumnChange]]) -
     ]
     if not entries:
         return data
-    position = F.struct(
-        F.col("seq").cast(C.SEQ_TYPE),
-        F.col("seq2").cast(C.SEQ_TYPE),
-        "origin_file",
-        F.col("origin_line").cast("long"),
-        F.col("origin_index").cast("int"),
-    )
+    position = change_position()
     folded = F.array(*entries)
 
     def read(image: Column) -> Column:
@@ -128,7 +122,19 @@ def _renamed_to(op: S.Operation) -> str | None:
     return op.new if isinstance(op, S.RenameColumn) else op.name
 
 
-def _literal(position: Position) -> Column:
+def change_position() -> Column:
+    """A change's place in its table's sequence (seq, seq2, file, line, index), comparable with
+    `position_literal` of a DDL message's position."""
+    return F.struct(
+        F.col("seq").cast(C.SEQ_TYPE),
+        F.col("seq2").cast(C.SEQ_TYPE),
+        "origin_file",
+        F.col("origin_line").cast("long"),
+        F.col("origin_index").cast("int"),
+    )
+
+
+def position_literal(position: Position) -> Column:
     seq, seq2, origin_file, origin_line, origin_index = position
     return F.struct(
         F.lit(seq).cast(C.SEQ_TYPE),
