@@ -66,13 +66,9 @@ def status(source: SourceConfig, hours: int, last: datetime | None = None) -> st
         lines.append(f"  {name:<40} {rows!s:>10} {counts.get('changes', 0):>10} {counts.get('quarantined', 0):>12}")
     lines.append("")
     lines.append("  hour            changes  quarantined  reasons")
-    for hour in loaded:
-        parse = _json(lake, zones.run_report_key(source.name, zones.parse_hour(hour), "parse")) or {}
-        apply = _json(lake, zones.run_report_key(source.name, zones.parse_hour(hour), "apply")) or {}
-        changes = sum(t.get("changes", 0) for t in apply.get("tables", {}).values())
-        quarantined = parse.get("outcomes", {}).get("quarantined", 0)
-        reasons = ", ".join(f"{n} x {r}" for r, n in sorted(parse.get("quarantine_reasons", {}).items()))
-        lines.append(f"  {hour}  {changes:>9}  {quarantined:>11}  {reasons}")
+    for hour, counts in summary["per_hour"].items():
+        reasons = ", ".join(f"{n} x {r}" for r, n in sorted(counts["quarantine_reasons"].items()))
+        lines.append(f"  {hour}  {counts['changes']:>9}  {counts['quarantined']:>11}  {reasons}")
     return "\n".join(lines)
 
 

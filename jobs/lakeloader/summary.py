@@ -24,10 +24,11 @@ NO_TABLE = "(no table)"
 
 
 def collect(source: SourceConfig, hours: list, lake: Store) -> dict[str, Any]:
-    """Per-table and overall counts over `hours`, read from the parse and apply run reports."""
+    """Per-table, per-hour and overall counts over `hours`, read from the parse and apply run reports."""
     tables: dict[str, Counter] = {}
     totals: Counter = Counter()
     hours_loaded = []
+    per_hour: dict[str, dict[str, Any]] = {}
     for hour in hours:
         parse_key, apply_key = (zones.run_report_key(source.name, hour, step) for step in ("parse", "apply"))
         if lake.stat(apply_key) is None:
@@ -43,13 +44,18 @@ def collect(source: SourceConfig, hours: list, lake: Store) -> dict[str, Any]:
         )
         for name, counts in apply["tables"].items():
             tables.setdefault(name, Counter()).update(changes=counts["changes"])
+        per_hour[zones.format_hour(hour)] = {
+            "changes": sum(counts["changes"] for counts in apply["tables"].values()),
+            "quarantined": parse["outcomes"]["quarantined"],
+            "quarantine_reasons": parse.get("quarantine_reasons", {}),
+        }
     engine = engine_for(source)
     rows = {}
     for name in tables:
         if name != NO_TABLE:
             uri = silver_uri(source, lake, name)
             rows[name] = engine.row_count(uri) if engine.exists(uri) else 0
-    return {"hours": hours_loaded, "totals": dict(totals), "tables": tables, "rows": rows}
+    return {"hours": hours_loaded, "totals": dict(totals), "tables": tables, "rows": rows, "per_hour": per_hour}
 
 
 def silver_uri(source: SourceConfig, lake: Store, name: str) -> str:
