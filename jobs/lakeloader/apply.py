@@ -50,6 +50,7 @@ from lakeloader.ddl.columns import (
 )
 from lakeloader.ddl.events import DdlEvent, ddl_events, record_history
 from lakeloader.ddl.moves import (
+    Order,
     TableId,
     TableMove,
     per_table,
@@ -481,7 +482,8 @@ class _Batch:
         mark = D.schema_mark(self.engine, uri) if exists else None
         bound = next((e.position for e in events[segment:] if _changes_schema(e, mark)), None)
         performed = [(e.position, op) for e in events[:segment] if e.status == D.APPLIED for op in _renames_or_drops(e)]
-        actions = self.multisets.segment(identity, segment, bound, performed, uri if exists else None, recount)
+        dropped = next((e.position[:2] for e in reversed(events[:segment]) if _drops_table(e)), None)
+        actions = self.multisets.segment(identity, segment, bound, performed, uri if exists else None, recount, dropped)
         columns = dict(shape.columns) if shape else {}
         if exists:  # every column the table has, so that recounted rows keep their values
             current = {
@@ -535,6 +537,15 @@ def _renames_or_drops(event: DdlEvent) -> list[S.Operation]:
     return renames_or_drops(event.statement.operations)
 
 
+def _drops_table(event: DdlEvent) -> bool:
+    """Whether a performed DDL message dropped its table (archived it)."""
+    return (
+        event.status == D.APPLIED
+        and isinstance(event.statement, S.Statement)
+        and any(isinstance(op, S.DropTable) for op in event.statement.operations)
+    )
+
+
 def _changes_schema(event: DdlEvent, mark: tuple[Decimal, Decimal] | None) -> bool:
     """Whether a DDL message still to perform can change the table: parsed, not only no-ops, newer than `mark`."""
     statement = event.statement
@@ -574,16 +585,21 @@ class _Multisets:
         performed: list[ColumnChange],
         uri: str | None,
         recount: bool,
+        dropped: Order | None = None,
     ) -> DataFrame:
         """The counted actions of one keyless table segment: the contents its changes touch (all contents when
         `recount`), counted over the log since the table's truncation and before `bound` (the next DDL to
-        perform), images read through the renames and drops applied so far and `performed` in this batch."""
+        perform), images read through the renames and drops applied so far and `performed` in this batch.
+        `dropped`: the order of a DROP TABLE of it performed earlier in this batch; the changes up to it belong
+        to the table it dropped (as `with_moves` reads them once the drop is in the moves ledger)."""
         known = {(_sort_key(position), op): (position, op) for position, op in self.column_changes().get(identity, [])}
         known.update({(_sort_key(position), op): (position, op) for position, op in performed})
         changes = {identity: list(known.values())}
         table = (F.col("db") == identity[0]) & (F.col("table") == identity[1])
         batch_rows = self.data.where(table & (F.col("segment") == segment))
         history = self.history().where(table)
+        if dropped is not None:
+            history = with_moves(history, [TableMove(identity, None, dropped)])
         if bound is not None:
             history = history.where(change_position() < position_literal(bound))
         since = truncation_mark(self.engine, uri) if uri else None

@@ -84,23 +84,51 @@ def per_table(values: dict[TableId, Column]) -> Column:
 
 
 def with_moves(data: DataFrame, moves: list[TableMove]) -> DataFrame:
-    """Changes resolved through the moves: renamed to where their table went, dropped with their table."""
-    for move in moves:
-        hit = (
-            (F.col("db") == move.old[0])
-            & (F.col("table") == move.old[1])
-            & F.coalesce(_not_newer(move.order), F.lit(False))
+    """Changes resolved through the moves (as `resolve` does): renamed to where their table went, dropped with
+    their table.
+
+    One flat CASE over the change's own name and order: between two consecutive move orders, where a name
+    resolves to is constant, so each (name, interval) is one branch. (One CASE per move, chained, nests each
+    move's expression inside the next one's and grows exponentially with the number of moves.)"""
+    if not moves:
+        return data
+
+    def destination(db: Column, table: Column, dropped: bool) -> Column:
+        return F.struct(
+            db.cast("string").alias("db"), table.cast("string").alias("table"), F.lit(dropped).alias("dropped")
         )
-        if move.new is None:
-            data = data.where(~hit)
-        else:
-            data = data.withColumns(
-                {
-                    "db": F.when(hit, F.lit(move.new[0])).otherwise(F.col("db")),
-                    "table": F.when(hit, F.lit(move.new[1])).otherwise(F.col("table")),
-                }
+
+    bounds = sorted({m.order for m in moves})
+    case = F
+    for name in dict.fromkeys(m.old for m in moves):
+        here = (F.col("db") == name[0]) & (F.col("table") == name[1])
+        # ascending bounds, the first branch that holds is the change's interval; a run of intervals with one
+        # destination is one branch (its last bound), and the trailing run that stays under `name` none
+        runs: list[tuple[Order, TableId | None]] = []
+        for bound in bounds:
+            where = resolve(name, bound, moves)
+            if runs and runs[-1][1] == where:
+                runs[-1] = (bound, where)
+            else:
+                runs.append((bound, where))
+        if runs and runs[-1][1] == name:
+            runs.pop()
+        for bound, where in runs:
+            value = (
+                destination(F.lit(None), F.lit(None), True)
+                if where is None
+                else destination(F.lit(where[0]), F.lit(where[1]), False)
             )
-    return data
+            case = case.when(here & F.coalesce(_not_newer(bound), F.lit(False)), value)
+    if case is F:
+        return data
+    moved = case.otherwise(destination(F.col("db"), F.col("table"), False))
+    return (
+        data.withColumn("_moved", moved)
+        .where(~F.col("_moved.dropped"))
+        .withColumns({"db": F.col("_moved.db"), "table": F.col("_moved.table")})
+        .drop("_moved")
+    )
 
 
 def _not_newer(order: Order) -> Column:

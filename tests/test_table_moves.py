@@ -1,0 +1,40 @@
+"""The table-moves ledger read by Spark: `with_moves` sends each change where `resolve` says its table went."""
+
+from __future__ import annotations
+
+import random
+from decimal import Decimal
+
+from lakeloader.ddl.moves import TableMove, resolve, with_moves
+
+
+def chained_moves(rng: random.Random, count: int) -> list[TableMove]:
+    """`count` moves in sequence order: tables renamed along chains, some dropped, names reused after a drop."""
+    names, moves = ["a", "b"], []
+    for index in range(count):
+        old = rng.choice(names)
+        order = (Decimal(10 * (index + 1)), Decimal(rng.randrange(2)))
+        if rng.random() < 0.2:
+            moves.append(TableMove(("db", old), None, order))  # the name is free again for a later table
+        else:
+            new = f"{old.split('_')[0]}_{index}"
+            moves.append(TableMove(("db", old), ("db", new), order))
+            names.append(new)
+    return moves
+
+
+def test_changes_go_where_forty_chained_renames_and_drops_sent_their_table(spark):
+    rng = random.Random(7)
+    moves = chained_moves(rng, 40)
+    names = sorted({m.old[1] for m in moves} | {"other"})
+    rows = [("db", name, Decimal(seq), Decimal(seq2)) for name in names for seq in range(0, 420, 5) for seq2 in (0, 1)]
+    data = spark.createDataFrame(rows, "db string, table string, seq decimal(38,0), seq2 decimal(38,0)")
+    got = sorted(tuple(r) for r in with_moves(data, moves).collect())
+    expected = sorted(
+        (*where, seq, seq2)
+        for db, name, seq, seq2 in rows
+        if (where := resolve((db, name), (seq, seq2), moves)) is not None
+    )
+    assert got == expected
+    assert len(expected) < len(rows)  # some changes went with a dropped table
+    assert any(r[1] != "other" and r[1] not in names for r in got)  # and some were renamed
