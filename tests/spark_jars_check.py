@@ -10,27 +10,12 @@ Prints one JSON object of what it read back.
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
-from lakeloader.spark import jars_conf, spark_session
-
-ENVIRONMENT_CREDENTIALS = "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider"
-
-
-def s3a_conf(endpoint: str) -> dict[str, str]:
-    """s3a settings for an S3-compatible server on plain HTTP (path-style bucket addressing)."""
-    return {
-        "spark.hadoop.fs.s3a.endpoint": endpoint,
-        "spark.hadoop.fs.s3a.endpoint.region": os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
-        "spark.hadoop.fs.s3a.path.style.access": "true",
-        "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
-        # the AWS_* variables only (SDK v2's class: hadoop-aws 3.4 has no s3a.auth class of that name)
-        "spark.hadoop.fs.s3a.aws.credentials.provider": ENVIRONMENT_CREDENTIALS,
-    }
+from lakeloader.spark import jars_conf, s3a_conf, spark_session
 
 
 def rows(frame: DataFrame) -> list[list[object]]:

@@ -165,6 +165,12 @@ class SourceConfig(_Strict):
         "(MySQL) or absent never qualifies",
     )
     s3_endpoint_url: str | None = Field(default=None, description="S3-compatible endpoint (e.g. http://127.0.0.1:9000)")
+    engine: Literal["delta_rs", "delta_spark"] = Field(
+        default="delta_rs",
+        description="what writes the Delta tables: delta_rs (embedded, no jars; the default) or delta_spark (Delta "
+        "Lake on the job's Spark, for clusters: needs the pinned jars of config/jars, `make jars`, and reaches an "
+        "S3 lake through s3a)",
+    )
     db: str | None = Field(
         default=None,
         min_length=1,

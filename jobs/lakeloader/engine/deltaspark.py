@@ -1,0 +1,321 @@
+"""The cluster table engine: Delta Lake on Spark (delta-spark, the pinned jars of config/jars), for sources whose
+`engine` is `delta_spark`.
+
+The same operations as the embedded engine (`deltars`), on the job's own Spark session: change sets arrive as
+Arrow tables and become Spark frames, merges are Delta MERGEs, schema changes Delta DDL. Tables stay readable by
+delta-rs (the Airflow side reads audit tables with it): our properties live in the table description (Delta's
+`comment`), as the embedded engine keeps them, and no table feature is enabled that delta-rs 1.6 cannot read
+(type changes rewrite the table instead of Delta's type widening). Each commit carries the step's commit info as
+JSON in Delta's `userMetadata`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import date, datetime
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type, to_arrow_schema
+
+from lakeloader.engine.base import (
+    ACTION,
+    DELETE,
+    FILE_SIZE_PROPERTY,
+    METADATA_COLUMNS,
+    NULL_AS_OLDEST,
+    PARTIAL,
+    PRESENT,
+    STAGING_COLUMNS,
+    UPSERT,
+    And,
+    Compare,
+    MergeResult,
+    NotNull,
+    Or,
+    Predicate,
+    Value,
+)
+from lakeloader.storage import spark_path
+
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+OPTIMIZE_FILE_SIZE = "spark.databricks.delta.optimize.maxFileSize"
+# delta.targetFileSize is a property delta-rs writes by; open-source Delta on Spark does not know it
+ANY_PROPERTY = {"spark.databricks.delta.allowArbitraryProperties.enabled": "true"}
+
+
+def quote(name: str) -> str:
+    """A Spark SQL identifier: every name in backticks, embedded backticks doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def literal(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def value_sql(value: Value) -> str:
+    """A Python value as a Spark SQL literal of its own type."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, Decimal):
+        exponent = value.as_tuple().exponent
+        scale = max(0, -exponent) if isinstance(exponent, int) else 0
+        return f"CAST({literal(str(value))} AS DECIMAL(38,{scale}))"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, datetime):
+        return f"TIMESTAMP {literal(value.isoformat())}"
+    if isinstance(value, date):
+        return f"DATE {literal(value.isoformat())}"
+    if isinstance(value, str):
+        return literal(value)
+    raise TypeError(f"no SQL literal for {type(value).__name__} {value!r}")
+
+
+def predicate_sql(predicate: Predicate, nested: bool = False) -> str:
+    """A typed predicate (`lakeloader.engine.base`) in Spark SQL."""
+    if isinstance(predicate, Compare):
+        return f"{quote(predicate.column)} {predicate.op} {value_sql(predicate.value)}"
+    if isinstance(predicate, NotNull):
+        return f"{quote(predicate.column)} IS NOT NULL"
+    if isinstance(predicate, And | Or):
+        joiner = " AND " if isinstance(predicate, And) else " OR "
+        text = joiner.join(predicate_sql(term, nested=True) for term in predicate.terms)
+        return f"({text})" if nested and len(predicate.terms) > 1 else text
+    raise TypeError(f"not a predicate: {predicate!r}")
+
+
+def newer(order_columns: tuple[str, ...], source_columns: set[str], target_columns: set[str]) -> str:
+    """Spark SQL for 'the source row's ordering key is greater than the target row's' (lexicographic; a NULL in,
+    or a side's lack of, a column of NULL_AS_OLDEST is the oldest value); TRUE without ordering columns."""
+    if not order_columns:
+        return "TRUE"
+
+    def value(side: str, columns: set[str], column: str) -> str:
+        if column not in NULL_AS_OLDEST:
+            return f"{side}.{quote(column)}"
+        oldest = value_sql(NULL_AS_OLDEST[column])
+        return f"coalesce({side}.{quote(column)}, {oldest})" if column in columns else oldest
+
+    def pair(column: str) -> tuple[str, str]:
+        return value("s", source_columns, column), value("t", target_columns, column)
+
+    terms = []
+    for i, column in enumerate(order_columns):
+        equal_before = [" = ".join(pair(c)) for c in order_columns[:i]]
+        terms.append(" AND ".join([*equal_before, " > ".join(pair(column))]))
+    return "(" + " OR ".join(f"({t})" for t in terms) + ")"
+
+
+class DeltaSparkEngine:
+    """`TableEngine` on a Spark session that has Delta's jars and SQL extension (`lakeloader.spark.jars_conf`)."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+
+    def _path(self, uri: str) -> str:
+        """The table's location as Hadoop names it (`file:/x`: Delta takes `file:///x` for another path)."""
+        path = spark_path(uri)
+        return "file:" + path[len("file://") :] if path.startswith("file:///") else path
+
+    def _table(self, uri: str) -> DeltaTable:
+        return DeltaTable.forPath(self.spark, self._path(uri))
+
+    def _frame(self, uri: str) -> DataFrame:
+        return self.spark.read.format("delta").load(self._path(uri))
+
+    def _sql_name(self, uri: str) -> str:
+        return f"delta.{quote(self._path(uri))}"
+
+    @contextmanager
+    def _committing(self, commit_info: dict[str, str] | None, **conf: str) -> Iterator[None]:
+        """Session settings for the commits made inside: the commit info as Delta's userMetadata, and `conf`."""
+        settings = {**({USER_METADATA: json.dumps(commit_info, sort_keys=True)} if commit_info else {}), **conf}
+        previous = {key: self.spark.conf.get(key, None) for key in settings}
+        for key, value in settings.items():
+            self.spark.conf.set(key, value)
+        try:
+            yield
+        finally:
+            for key, value in previous.items():
+                if value is None:
+                    self.spark.conf.unset(key)
+                else:
+                    self.spark.conf.set(key, value)
+
+    def exists(self, uri: str) -> bool:
+        return DeltaTable.isDeltaTable(self.spark, self._path(uri))
+
+    def create(
+        self,
+        uri: str,
+        schema: pa.Schema,
+        properties: dict[str, str],
+        commit_info: dict[str, str],
+        file_size: int | None = None,
+    ) -> None:
+        builder = (
+            DeltaTable.createIfNotExists(self.spark)
+            .location(self._path(uri))
+            .addColumns(from_arrow_schema(schema))
+            .comment(json.dumps(properties, sort_keys=True))
+        )
+        if file_size:
+            builder = builder.property(FILE_SIZE_PROPERTY, str(file_size))
+        with self._committing(commit_info, **ANY_PROPERTY):
+            builder.execute()
+
+    def _detail(self, uri: str):
+        return self._table(uri).detail().collect()[0]
+
+    def properties(self, uri: str) -> dict[str, str]:
+        """Delta's table configuration only takes delta.* keys, so ours live in the table description."""
+        description = self._detail(uri)["description"]
+        try:
+            return dict(json.loads(description)) if description else {}
+        except ValueError:
+            return {}
+
+    def set_properties(self, uri: str, properties: dict[str, str], commit_info: dict[str, str]) -> None:
+        merged = json.dumps({**self.properties(uri), **properties}, sort_keys=True)
+        with self._committing(commit_info):
+            self.spark.sql(f"ALTER TABLE {self._sql_name(uri)} SET TBLPROPERTIES ('comment' = {literal(merged)})")
+
+    def schema(self, uri: str) -> pa.Schema:
+        return to_arrow_schema(self._frame(uri).schema, timestamp_utc=True)
+
+    def add_columns(self, uri: str, fields: list[pa.Field], commit_info: dict[str, str]) -> None:
+        columns = ", ".join(f"{quote(f.name)} {from_arrow_type(f.type).simpleString()}" for f in fields)
+        with self._committing(commit_info):
+            self.spark.sql(f"ALTER TABLE {self._sql_name(uri)} ADD COLUMNS ({columns})")
+
+    def widen_columns(self, uri: str, fields: list[pa.Field], commit_info: dict[str, str]) -> None:
+        """A rewrite with the columns cast (Delta's type widening is a table feature delta-rs cannot read)."""
+        types = {f.name: from_arrow_type(f.type) for f in fields}
+        frame = self._frame(uri)
+        cast = frame.select(
+            *[F.col(quote(c)).cast(types[c]).alias(c) if c in types else F.col(quote(c)) for c in frame.columns]
+        )
+        self._overwrite(uri, cast, commit_info)
+
+    def _overwrite(self, uri: str, frame: DataFrame, commit_info: dict[str, str]) -> None:
+        """One overwrite commit with the frame's schema; the table's description and properties are kept."""
+        with self._committing(commit_info):
+            frame.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(self._path(uri))
+
+    def merge(
+        self,
+        uri: str,
+        changes: pa.Table,
+        key_columns: list[str],
+        order_columns: tuple[str, ...],
+        commit_info: dict[str, str],
+    ) -> MergeResult:
+        target_columns = self._frame(uri).columns
+        columns = [name for name in target_columns if name in changes.column_names]
+        has_partial = PARTIAL in changes.column_names and bool(pc.any(changes[PARTIAL]).as_py())
+        fixed = {*key_columns, *METADATA_COLUMNS}
+        updates = {quote(c): _assignment(c, has_partial and c not in fixed) for c in columns}
+        inserts = {quote(c): f"s.{quote(c)}" for c in columns}
+        on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in key_columns)
+        is_upsert, is_delete = f"s.{quote(ACTION)} = '{UPSERT}'", f"s.{quote(ACTION)} = '{DELETE}'"
+        is_newer = newer(order_columns, set(changes.column_names), set(target_columns))
+        source = changes.drop_columns([c for c in STAGING_COLUMNS if c in changes.column_names and c != ACTION])
+        if has_partial:
+            source = source.append_column(PARTIAL, changes[PARTIAL]).append_column(PRESENT, changes[PRESENT])
+        with self._committing(commit_info):
+            (
+                self._table(uri)
+                .alias("t")
+                .merge(self.spark.createDataFrame(source).alias("s"), on)
+                .whenMatchedDelete(condition=f"{is_delete} AND {is_newer}")
+                .whenMatchedUpdate(condition=f"{is_upsert} AND {is_newer}", set=updates)
+                .whenNotMatchedInsert(condition=is_upsert, values=inserts)
+                .execute()
+            )
+        metrics, version = self._last_commit(uri)
+        return MergeResult(
+            inserted=int(metrics.get("numTargetRowsInserted", 0)),
+            updated=int(metrics.get("numTargetRowsUpdated", 0)),
+            deleted=int(metrics.get("numTargetRowsDeleted", 0)),
+            version=version,
+        )
+
+    def _last_commit(self, uri: str) -> tuple[dict[str, str], int]:
+        """The operation metrics and version of the table's latest commit."""
+        last = self._table(uri).history(1).collect()[0]
+        return dict(last["operationMetrics"] or {}), int(last["version"])
+
+    def delete_where(self, uri: str, predicate: Predicate, commit_info: dict[str, str]) -> int:
+        before = self.version(uri)
+        with self._committing(commit_info):
+            self._table(uri).delete(predicate_sql(predicate))
+        metrics, version = self._last_commit(uri)
+        return int(metrics.get("numDeletedRows", 0)) if version > before else 0
+
+    def rewrite(
+        self, uri: str, schema: pa.Schema, transform: Callable[[pa.Table], pa.Table], commit_info: dict[str, str]
+    ) -> None:
+        def batches(source: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in source:
+                yield from transform(pa.Table.from_batches([batch])).cast(schema).to_batches()
+
+        self._overwrite(uri, self._frame(uri).mapInArrow(batches, from_arrow_schema(schema)), commit_info)
+
+    def clustered(self, uri: str, column: str, file_size: int) -> bool:
+        """Whether the table targets `file_size` and has at most one file (the per-file ranges in the Delta log
+        are not exposed by the delta-spark API; a table of several files is laid out again by `recluster`)."""
+        detail = self._detail(uri)
+        aims = (detail["properties"] or {}).get(FILE_SIZE_PROPERTY) == str(file_size)
+        return aims and int(detail["numFiles"]) <= 1
+
+    def recluster(self, uri: str, columns: list[str], file_size: int, commit_info: dict[str, str]) -> int:
+        """Delta's OPTIMIZE: Z-order by a one-column key, else compaction; files aim at `file_size`."""
+        with self._committing(commit_info, **ANY_PROPERTY):
+            self.spark.sql(
+                f"ALTER TABLE {self._sql_name(uri)} SET TBLPROPERTIES ('{FILE_SIZE_PROPERTY}' = '{file_size}')"
+            )
+        with self._committing(commit_info, **{OPTIMIZE_FILE_SIZE: str(file_size)}):
+            optimize = self._table(uri).optimize()
+            result = optimize.executeZOrderBy(columns[0]) if len(columns) == 1 else optimize.executeCompaction()
+        return int(result.collect()[0]["metrics"]["numFilesAdded"])
+
+    def read(self, uri: str) -> pa.Table:
+        return self._frame(uri).toArrow()
+
+    def append(self, uri: str, rows: pa.Table) -> None:
+        self.spark.createDataFrame(rows).write.format("delta").mode("append").save(self._path(uri))
+
+    def replace_with(self, uri: str, source_uri: str, commit_info: dict[str, str]) -> None:
+        """The table at `uri` keeps its description (our properties), or takes the source's when it is new."""
+        description = self._detail(uri if self.exists(uri) else source_uri)["description"]
+        self._overwrite(uri, self._frame(source_uri), commit_info)
+        with self._committing(commit_info):
+            self.spark.sql(
+                f"ALTER TABLE {self._sql_name(uri)} SET TBLPROPERTIES ('comment' = {literal(description or '')})"
+            )
+
+    def spark_frame(self, spark: SparkSession, uri: str) -> DataFrame:
+        return spark.read.format("delta").load(self._path(uri))
+
+    def version(self, uri: str) -> int:
+        return int(self._table(uri).history(1).collect()[0]["version"])
+
+    def row_count(self, uri: str) -> int:
+        return self._frame(uri).count()
+
+
+def _assignment(column: str, may_be_absent: bool) -> str:
+    """A partial row keeps the target's value for a column its image does not carry."""
+    if not may_be_absent:
+        return f"s.{quote(column)}"
+    return (
+        f"CASE WHEN s.{quote(PARTIAL)} AND NOT array_contains(s.{quote(PRESENT)}, {literal(column)}) "
+        f"THEN t.{quote(column)} ELSE s.{quote(column)} END"
+    )
