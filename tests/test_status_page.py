@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import struct
 import subprocess
 import time
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from conftest import WITH_AIRFLOW, _free_port
@@ -40,6 +42,11 @@ ORDERS = dw.TableSpec("shop", "orders", (("id", "LONG"), ("status", "STRING")), 
 NOW_HOUR = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
 HOURS = [NOW_HOUR - timedelta(hours=3), NOW_HOUR - timedelta(hours=2)]
 WINDOW = (1280, 1000)
+RUN_STATES = ("success", "failed")
+
+
+def _run_id(hour: datetime) -> str:
+    return f"backfill__{hour.isoformat()}"
 
 
 @dataclass
@@ -67,10 +74,23 @@ def server(airflow_env, tmp_path_factory, request) -> Iterator[StatusServer]:
         f"sources:\n  - {{name: shop, format: dataworks_json, export_uri: {root / 'exports'}, "
         f"lake_root: {root / 'lake'}}}\n"
     )
+    home = root / "airflow-home"  # a copy of the migrated metadata DB, with two runs of the hours
+    home.mkdir()
+    shutil.copy(Path(airflow_env["AIRFLOW_HOME"]) / "airflow.db", home / "airflow.db")
+    with sqlite3.connect(home / "airflow.db") as db:
+        for hour, state in zip(HOURS, RUN_STATES, strict=True):
+            start, end = (f"{h:%Y-%m-%d %H:%M:%S}.000000" for h in (hour, hour + timedelta(hours=1)))
+            db.execute(
+                "insert into dag_run (dag_id, run_id, run_type, state, logical_date, data_interval_start, "
+                "data_interval_end, run_after) values ('lakeloader_shop_hourly', ?, 'backfill', ?, ?, ?, ?, ?)",
+                (_run_id(hour), state, start, start, end, end),
+            )
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     env = {
         **airflow_env,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
         "AIRFLOW__API__BASE_URL": url,
         "AIRFLOW__API__PORT": str(port),
         "AIRFLOW__API__HOST": "127.0.0.1",
@@ -151,6 +171,11 @@ def test_the_page_shows_each_tables_hours_rows_quarantine_and_alerts(server):
     assert "no channel configured" in section
     assert f"{server.url}/dags/lakeloader_shop_hourly/runs/scheduled__test" in section
     assert section.count("<svg class='chart'") == 2  # changes per hour of the table, quarantine per reason
+    for hour, state in zip(HOURS, RUN_STATES, strict=True):  # each hour's square links to its run
+        run_url = f"{server.url}/dags/lakeloader_shop_hourly/runs/{quote(_run_id(hour), safe='')}"
+        title = f"{zones.format_hour(hour)}: run {_run_id(hour)} ({state}) loaded"
+        assert f"<a target='_top' href='{run_url}' title='{title}'" in section
+    assert f"<a target='_top' href='{server.url}/dags/lakeloader_shop_hourly/runs'>all runs</a>" in section
 
 
 def test_headless_chromium_renders_the_page_for_a_logged_in_user(server, tmp_path):

@@ -204,7 +204,7 @@ def _source_section(status: SourceStatus, now: datetime) -> str:
     last = zones.parse_hour(loaded[-1]) if loaded else None
     facts = [
         ("last hour loaded", loaded[-1] if loaded else "none", None),
-        ("hour end lag", _ago(now - (last + timedelta(hours=1))) if last else "-", None),
+        ("last hour ended", f"{_ago(now - (last + timedelta(hours=1)))} ago" if last else "-", None),
         ("freshness lag", *_freshness(status, now)),
         ("hours loaded", f"{len(loaded)} of {len(status.hours)}", None),
         ("quarantined", summary["totals"].get("quarantined", 0), None),
@@ -289,8 +289,11 @@ def _runs(status: SourceStatus, dag_id: str, dag_url: str) -> str:
     for hour in [zones.format_hour(h) for h in status.hours][-RUN_HOURS_SHOWN:]:
         run_id, state = status.runs.get(hour, (None, None))
         colour = STATE_COLOURS.get(state or "", "#3c9d3c" if hour in loaded else "#e4e7eb")
-        what = f"{hour}: " + (f"run {run_id} ({state})" if run_id else "")
-        what += "loaded" if hour in loaded else "not loaded"
+        what = (
+            f"{hour}: "
+            + (f"run {run_id} ({state}) " if run_id else "")
+            + ("loaded" if hour in loaded else "not loaded")
+        )
         if run_id:
             url = alerts.run_url(dag_id, run_id)
             cells.append(f"<a target='_top' href='{_e(url)}' title='{_e(what)}' style='background:{colour}'></a>")
@@ -327,6 +330,12 @@ def _bars(hours: list[str], stacks: list[dict[str, int]], colours: dict[str, str
     step, width = 4, 4 * len(hours)
     top = max((sum(s.values()) for s in stacks), default=0) or 1
     shapes = [f"<line x1='0' y1='{height}' x2='{width}' y2='{height}' stroke='#c5ccd3'/>"]
+    for i, hour in enumerate(hours):  # each day's start: a tick and its date
+        if hour.endswith("T00"):
+            shapes.append(
+                f"<line x1='{i * step}' y1='0' x2='{i * step}' y2='{height + 3}' stroke='#e4e7eb'/>"
+                f"<text x='{i * step + 1}' y='{height + 11}' font-size='9' fill='#9aa5b1'>{hour[5:10]}</text>"
+            )
     for i, (hour, stack) in enumerate(zip(hours, stacks, strict=True)):
         y = float(height)
         tip = _e(f"{hour}: " + ", ".join(f"{n} {k}" for k, n in sorted(stack.items())) if stack else f"{hour}: 0")
@@ -339,6 +348,6 @@ def _bars(hours: list[str], stacks: list[dict[str, int]], colours: dict[str, str
             )
         shapes.append("</g>")
     return (
-        f"<svg class='chart' width='{width + 40}' height='{height + 4}' role='img'>"
+        f"<svg class='chart' width='{width + 40}' height='{height + 13}' role='img'>"
         f"<g>{''.join(shapes)}</g><text x='{width + 4}' y='10' font-size='10' fill='#6b7785'>{top}</text></svg>"
     )
