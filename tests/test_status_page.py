@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -30,9 +31,9 @@ from format_support import run, write_export
 from test_scheduler import _answers, _stop_group
 
 from lakeloader import zones
-from lakeloader.config import load_source
+from lakeloader.config import BrokenSource, SourceConfig, load_source
 from lakeloader.generator import dataworks as dw
-from lakeloader_airflow import alerts
+from lakeloader_airflow import alerts, status_page
 
 pytestmark = pytest.mark.slow
 
@@ -201,6 +202,28 @@ def test_headless_chromium_renders_the_page_for_a_logged_in_user(server, tmp_pat
     assert len(colours) > 20, f"{len(colours)} colours: the page looks blank"
     # the chart colours are drawn: the changes' blue and the quarantine reason's red
     assert bytes.fromhex("2f6fb3") in colours and bytes.fromhex("d9534f") in colours
+
+
+def test_an_alert_from_the_triggerer_with_no_channel_is_recorded_for_the_page(tmp_path, monkeypatch):
+    monkeypatch.setattr(status_page, "_airflow_runs", lambda *_: {})  # no metadata DB here
+    source = SourceConfig(name="late", format="dataworks_json", export_uri=str(tmp_path), lake_root=str(tmp_path))
+    alert = alerts.Alert(source="late", kind=alerts.DEADLINE_MISSED, summary="Source late: 3 min past its deadline")
+
+    asyncio.run(alerts.adeliver(source, alert))
+
+    [recorded] = alerts.latest(source)
+    assert (recorded["kind"], recorded["summary"], recorded["channels"]) == (alert.kind, alert.summary, [])
+    page = status_page.render([status_page.gather(source, datetime.now(UTC), 1)], [], datetime.now(UTC), 1)
+    assert "Source late: 3 min past its deadline" in page and "no channel configured" in page
+
+
+def test_a_source_whose_configuration_is_broken_shows_why():
+    broken = BrokenSource(1, "billing", "invalid config file: format 'dataworks_jsn' is not one of …")
+
+    page = status_page.render([], [broken], datetime.now(UTC), 3)
+
+    assert "<h2>billing <span class='badge'>configuration broken</span></h2>" in page
+    assert "format &#x27;dataworks_jsn&#x27; is not one of" in page
 
 
 def _facts(section: str) -> dict[str, str]:
