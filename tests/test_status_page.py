@@ -3,7 +3,8 @@
 - the plugin mounts the page and puts it in the UI's navigation; the page needs a logged-in user;
 - over a lake with two loaded hours it shows the source, the table, the last hour loaded, the rows, the
   quarantine reason and an alert of a source with no alert channel;
-- headless Chromium (Debian's `chromium`) logs in and renders it: the screenshot is a PNG of the page, not blank.
+- headless Chromium (Debian's `chromium`) logs in and opens the view in the Airflow UI: the screenshot shows
+  the UI's navigation bar and, in its frame, the page with its charts.
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ def test_the_plugin_puts_the_page_in_the_ui_navigation_for_logged_in_users_only(
     assert status == 200, body
     [plugin] = [p for p in json.loads(body)["plugins"] if p["name"] == "lakeloader"]
     [view] = plugin["external_views"]
-    assert (view["name"], view["href"], view["destination"]) == ("Lakeloader status", "lakeloader/status", "nav")
+    assert (view["name"], view["href"], view["destination"]) == ("Lakeloader", "lakeloader/status", "nav")
     assert [app["url_prefix"] for app in plugin["fastapi_apps"]] == ["/lakeloader"]
 
 
@@ -179,15 +180,17 @@ def test_the_page_shows_each_tables_hours_rows_quarantine_and_alerts(server):
     assert f"<a target='_top' href='{server.url}/dags/lakeloader_shop_hourly/runs'>all runs</a>" in section
 
 
-def test_headless_chromium_renders_the_page_for_a_logged_in_user(server, tmp_path):
+def test_headless_chromium_shows_the_page_in_the_airflow_ui(server, tmp_path):
     chromium = _chromium()
     screenshot = tmp_path / "status-page.png"
     started = time.monotonic()
     result = subprocess.run(
         [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--user-data-dir={tmp_path}",
          f"--window-size={WINDOW[0]},{WINDOW[1]}", f"--screenshot={screenshot}",
-         # the all-admins login sets the token cookie and redirects to the page
-         f"{server.url}/auth/token/login?next=/lakeloader/status"],
+         # the UI's React app needs a few seconds (of the browser's virtual time) to show the page in its frame
+         "--virtual-time-budget=10000",
+         # the all-admins login sets the token cookie and redirects to the plugin's view in the Airflow UI
+         f"{server.url}/auth/token/login?next=/plugin/lakeloader-status"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     print(f"chromium screenshot: {time.monotonic() - started:.1f}s")
@@ -200,8 +203,10 @@ def test_headless_chromium_renders_the_page_for_a_logged_in_user(server, tmp_pat
     assert screenshot.stat().st_size > 20_000
     colours = {pixels[i : i + 3] for i in range(0, len(pixels), 3 * 7)}
     assert len(colours) > 20, f"{len(colours)} colours: the page looks blank"
-    # the chart colours are drawn: the changes' blue and the quarantine reason's red
+    # in the UI's frame, the page's charts are drawn: the changes' blue and the quarantine reason's red
     assert bytes.fromhex("2f6fb3") in colours and bytes.fromhex("d9534f") in colours
+    left = {pixels[(y * width + 5) * 3 : (y * width + 5) * 3 + 3] for y in range(0, height, 10)}
+    assert bytes.fromhex("ffffff") not in left, "no Airflow navigation bar on the left"
 
 
 def test_an_alert_from_the_triggerer_with_no_channel_is_recorded_for_the_page(tmp_path, monkeypatch):

@@ -1,7 +1,7 @@
 """The status page in the Airflow UI: per source and table, what was loaded, how fresh, what was quarantined.
 
 A FastAPI app that the plugin (plugins/lakeloader_plugin.py) mounts under the api-server at `/lakeloader`,
-and an external view that puts "Lakeloader status" in the UI's navigation (shown in an iframe). The page is
+and an external view that puts "Lakeloader" in the UI's navigation (shown in an iframe). The page is
 server-rendered HTML with inline SVG charts: no JavaScript, nothing fetched from elsewhere.
 
 What it shows comes from the lake, read the way `lakeloader status` reads it (summary.collect over the run
