@@ -48,6 +48,7 @@ def collect(source: SourceConfig, hours: list, lake: Store) -> dict[str, Any]:
             "changes": sum(counts["changes"] for counts in apply["tables"].values()),
             "quarantined": parse["outcomes"]["quarantined"],
             "quarantine_reasons": parse.get("quarantine_reasons", {}),
+            "changes_by_table": {name: counts["changes"] for name, counts in apply["tables"].items()},
         }
     engine = engine_for(source)
     rows = {}

@@ -199,6 +199,18 @@ def freshness_key(source: str) -> str:
     return f"audit/{source}/freshness.json"
 
 
+def alerts_prefix(source: str) -> str:
+    """Where every alert of the source is recorded (also those with no channel configured), one JSON each."""
+    return f"audit/{source}/alerts/"
+
+
+def alert_key(source: str, sent_at: datetime, kind: str, token: str) -> str:
+    """An alert's record; names sort by the time it was sent, so the newest are the last names listed."""
+    return (
+        f"{alerts_prefix(source)}{sent_at.astimezone(UTC):%Y%m%dT%H%M%SZ}-{re.sub(r'[^a-z_]+', '_', kind)}-{token}.json"
+    )
+
+
 def bronze_changes_root(source: str) -> str:
     return f"bronze/{source}/changes"
 

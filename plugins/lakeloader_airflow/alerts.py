@@ -7,6 +7,10 @@ the triggerer (Deadline Alert callbacks). Every channel is tried; failures are r
 
 A channel's URL and headers are secrets (a token in the URL or in a header): no raised error and no log line
 carries them. A failed webhook says which host answered what; every error text passes `redact`.
+
+Every alert is also recorded in the lake's audit zone (`record`; zones.alert_key), with the channels it went
+to and what failed, so that the status page (lakeloader_airflow.status_page) shows the latest alerts, also
+those of a source with no channel configured, which would otherwise exist only in a task or triggerer log.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import logging
 import re
 import urllib.error
 import urllib.request
+import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -205,8 +210,35 @@ def notifiers(source: SourceConfig, alert: Alert) -> list[BaseNotifier]:
     return result
 
 
+def record(source: SourceConfig, alert: Alert, errors: list[str]) -> None:
+    """Keep the alert in the lake (audit/<source>/alerts/); a lake that cannot be written only loses the record."""
+    try:
+        from lakeloader import zones
+        from lakeloader.storage import open_store
+
+        body = {
+            **alert.as_json(),
+            "channels": [channel.type for channel in source.alerts],
+            "delivery_errors": errors,
+        }
+        key = zones.alert_key(source.name, datetime.fromisoformat(alert.sent_at), alert.kind, uuid.uuid4().hex[:8])
+        open_store(source.lake_root, source.s3_endpoint_url).write_bytes(key, json.dumps(body, default=str).encode())
+    except Exception as error:  # the alert itself went out (or was logged): recording it must not fail the caller
+        log.error("alert of source %s not recorded in the lake: %s", source.name, redact(str(error), source))
+
+
+def latest(source: SourceConfig, limit: int = 10) -> list[dict[str, Any]]:
+    """The source's newest recorded alerts, newest first."""
+    from lakeloader import zones
+    from lakeloader.storage import open_store
+
+    lake = open_store(source.lake_root, source.s3_endpoint_url)
+    keys = sorted(item.key for item in lake.list(zones.alerts_prefix(source.name)) if item.key.endswith(".json"))
+    return [json.loads(lake.read_bytes(key)) for key in reversed(keys[-limit:])]
+
+
 def deliver(source: SourceConfig, alert: Alert) -> None:
-    """Send through every channel (synchronously); raise after trying all if any failed."""
+    """Send through every channel (synchronously), record the alert; raise after trying all if any failed."""
     log.warning("ALERT %s", json.dumps(alert.as_json(), default=str))
     if not source.alerts:
         log.warning("source %s has no alert channels configured (key 'alerts'); the alert is only logged", source.name)
@@ -218,13 +250,17 @@ def deliver(source: SourceConfig, alert: Alert) -> None:
             error = redact(f"{type(notifier).__name__}: {exc}", source)
             log.error("alert channel failed: %s", error)  # no traceback: it would quote the URL
             errors.append(error)
+    record(source, alert, errors)
     if errors:
         raise RuntimeError(f"alert {alert.kind} of source {alert.source} not delivered to: {'; '.join(errors)}")
 
 
 async def adeliver(source: SourceConfig, alert: Alert) -> None:
-    """Send through every channel concurrently (in the triggerer); raise after trying all if any failed."""
+    """Send through every channel concurrently (in the triggerer), record the alert; raise after trying all if
+    any failed."""
     log.warning("ALERT %s", json.dumps(alert.as_json(), default=str))
+    if not source.alerts:
+        log.warning("source %s has no alert channels configured (key 'alerts'); the alert is only logged", source.name)
     context = {"alert": alert.as_json()}
 
     async def send(notifier: BaseNotifier) -> None:
@@ -240,5 +276,6 @@ async def adeliver(source: SourceConfig, alert: Alert) -> None:
     ]
     for error in errors:
         log.error("alert channel failed: %s", error)
+    await asyncio.to_thread(record, source, alert, errors)
     if errors:
         raise RuntimeError(f"alert {alert.kind} of source {alert.source} not delivered to: {'; '.join(errors)}")
