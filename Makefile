@@ -14,7 +14,7 @@ $(STAMP): requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet uv==0.13.9
 	$(VENV)/bin/uv pip sync --quiet --python $(PY) requirements.lock
-	printf '%s\n' "$(CURDIR)/jobs" "$(CURDIR)/plugins" > $(SITE)/lakeloader.pth
+	printf '%s\n' "$(CURDIR)" "$(CURDIR)/jobs" "$(CURDIR)/plugins" > $(SITE)/lakeloader.pth
 	rm -f $(VENV)/.installed-* && touch $@
 
 # The pinned jars Spark needs for Delta on Spark, s3a:// and Avro (config/jars/), fetched with mvn into
@@ -40,10 +40,10 @@ test: setup
 
 # The benchmark (docs/performance.md); not part of `make test`. BENCH_ARGS adds options, e.g. BENCH_ARGS="--no-verify".
 bench: setup
-	$(PY) -m lakeloader.bench all $(BENCH_ARGS)
+	$(PY) -m tools.bench all $(BENCH_ARGS)
 
 bench-small: setup
-	$(PY) -m lakeloader.bench all --scale 0.02 $(BENCH_ARGS)
+	$(PY) -m tools.bench all --scale 0.02 $(BENCH_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -10,7 +10,7 @@ from pyspark import SparkConf
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from lakeloader.storage import Store, spark_path
+from lakeloader.core.storage import Store, spark_path
 
 # Set unless spark-submit (--conf) or the cluster already set them.
 DEFAULTS = {

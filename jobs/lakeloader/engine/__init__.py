@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lakeloader.config import SourceConfig
+    from lakeloader.core.config import SourceConfig
     from lakeloader.engine.base import TableEngine
 
 
@@ -18,7 +18,7 @@ def engine_for(source: SourceConfig) -> TableEngine:
     """The table engine for a source's lake: delta-rs (the embedded engine, today the only one), with the
     storage options of the source's lake root. Imported lazily so that importing `engine.base` (the column
     names and the interface) never loads delta-rs."""
+    from lakeloader.core.storage import delta_storage_options
     from lakeloader.engine.deltars import DeltaRsEngine
-    from lakeloader.storage import delta_storage_options
 
     return DeltaRsEngine(delta_storage_options(source.lake_root, source.s3_endpoint_url))
