@@ -14,7 +14,6 @@ model's final state, which `lakeloader.demo_summary` compares with the silver ta
 from __future__ import annotations
 
 import argparse
-import base64
 import gzip
 import json
 import os
@@ -23,6 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from lakeloader.cli.source_summary import jsonable_value
 from lakeloader.core import zones
 from tools.cdcgen import dataworks as dw
 
@@ -219,14 +219,6 @@ def _write(path: Path, lines: list[str], modified: datetime) -> None:
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
     """Rows as JSON values: timestamps as ISO-8601 UTC to the millisecond, bytes as Base64."""
     return {k: jsonable_value(v) for k, v in row.items()}
-
-
-def jsonable_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat(timespec="milliseconds")
-    if isinstance(value, bytes | bytearray):
-        return base64.b64encode(value).decode()
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:

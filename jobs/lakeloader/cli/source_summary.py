@@ -8,9 +8,11 @@ state (the demo's generator writes one).
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import sys
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,6 @@ from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig, load_source
 from lakeloader.core.storage import Store, open_store
 from lakeloader.engine import engine_for
-from tools.cdcgen.demo import jsonable_value
 
 NO_TABLE = "(no table)"
 
@@ -76,6 +77,16 @@ def mismatches(source: SourceConfig, lake: Store, expected: dict[str, list[dict]
             missing, extra = expected_rows - actual_rows, actual_rows - expected_rows
             problems[name] = f"{sum(missing.values())} expected rows missing, {sum(extra.values())} unexpected rows"
     return problems
+
+
+def jsonable_value(value: Any) -> Any:
+    """A silver value as the expected state writes it (the demo's generator uses this too): timestamps as
+    ISO-8601 to the millisecond, bytes as Base64."""
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="milliseconds")
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode()
+    return value
 
 
 def _row_key(row: dict[str, Any]) -> str:
