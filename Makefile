@@ -36,6 +36,7 @@ demo: setup
 test: setup
 	@$(MAKE) --no-print-directory jars || echo "WARNING: could not fetch the pinned jars with mvn: tests/test_spark_jars.py is skipped" >&2
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	bin/with-airflow $(PY) -m pytest
 
 # The benchmark (docs/performance.md); not part of `make test`. BENCH_ARGS adds options, e.g. BENCH_ARGS="--no-verify".
@@ -45,12 +46,14 @@ bench: setup
 bench-small: setup
 	$(PY) -m tools.bench all --scale 0.02 $(BENCH_ARGS)
 
+# lint-imports: the import contracts in pyproject.toml (docs/architecture.md, "Packages and boundaries").
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 lock:
 	$(VENV)/bin/uv pip compile requirements.txt --python-version 3.11 --no-header -o requirements.lock
 
 clean:
-	rm -rf var build .pytest_cache
+	rm -rf var build .pytest_cache .import_linter_cache
