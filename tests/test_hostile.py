@@ -197,8 +197,8 @@ def test_reconciliation_compares_columns_named_with_a_dot_or_a_backtick(spark, t
 
 
 def test_the_runner_reports_each_step_as_soon_as_it_is_done(monkeypatch, tmp_path) -> None:
-    import lakeloader.apply
-    import lakeloader.parse
+    import lakeloader.apply.step
+    import lakeloader.parse.step
     from lakeloader.cli import local_runner as runner
 
     events: list[str] = []
