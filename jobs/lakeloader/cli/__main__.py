@@ -1,4 +1,4 @@
-"""`python -m lakeloader.cli`: the lakeloader command (lakeloader.cli.commands), as bin/lakeloader runs it."""
+"""`python -m` on this package runs the lakeloader command (lakeloader.cli.commands), as bin/lakeloader does."""
 
 import sys
 
