@@ -26,8 +26,8 @@ from decimal import Decimal
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from lakeloader.apply.ddl.moves import per_table, table_id, table_id_literal
 from lakeloader.apply.key_actions import POSITION
+from lakeloader.apply.table_identity import per_table, table_id, table_id_literal
 from lakeloader.engine import base as E
 from lakeloader.parse import canonical as C
 

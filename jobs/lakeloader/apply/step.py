@@ -47,16 +47,7 @@ from lakeloader.apply.ddl.columns import (
     renames_or_drops,
 )
 from lakeloader.apply.ddl.events import DdlEvent, ddl_events, record_history
-from lakeloader.apply.ddl.moves import (
-    TableId,
-    TableMove,
-    per_table,
-    read_moves,
-    resolve,
-    table_id,
-    table_id_literal,
-    with_moves,
-)
+from lakeloader.apply.ddl.moves import TableMove, read_moves, resolve, with_moves
 from lakeloader.apply.ddl.types import spark_type_of_arrow
 from lakeloader.apply.ddl.widening import widest
 from lakeloader.apply.key_actions import POSITION, TableShape, change_counts, key_actions, table_shapes, with_order
@@ -69,6 +60,7 @@ from lakeloader.apply.silver import (
     recorded_key,
     truncation_mark,
 )
+from lakeloader.apply.table_identity import TableId, per_table, table_id, table_id_literal
 from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig
 from lakeloader.core.lake_index import record_names

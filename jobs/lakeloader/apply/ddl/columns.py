@@ -19,7 +19,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakeloader.apply.ddl import statements as S
-from lakeloader.apply.ddl.moves import TableId, TableMove, resolve
+from lakeloader.apply.ddl.moves import TableMove, resolve
+from lakeloader.apply.table_identity import TableId
 from lakeloader.core import zones
 from lakeloader.core.storage import Store
 from lakeloader.engine import base as E

@@ -16,10 +16,10 @@ from decimal import Decimal
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from lakeloader.apply.table_identity import TableId
 from lakeloader.core.storage import Store
 from lakeloader.parse import canonical as C
 
-TableId = tuple[str, str]  # (db, table): db names may contain dots (OMS tenant.database)
 Order = tuple[Decimal, Decimal]
 
 
@@ -66,21 +66,6 @@ def resolve(name: TableId, order: Order, moves: list[TableMove]) -> TableId | No
             if current is None:
                 return None
     return current
-
-
-def table_id(db: Column, table: Column) -> Column:
-    """A (db, table) struct column, comparable with `table_id_literal`."""
-    return F.struct(db.alias("db"), table.alias("table"))
-
-
-def table_id_literal(name: TableId) -> Column:
-    return table_id(F.lit(name[0]), F.lit(name[1]))
-
-
-def per_table(values: dict[TableId, Column]) -> Column:
-    """The value for the row's (db, table) out of a literal map (NULL for a table not in it)."""
-    entries = [item for name, value in values.items() for item in (table_id_literal(name), value)]
-    return F.create_map(*entries)[table_id(F.col("db"), F.col("table"))]
 
 
 def with_moves(data: DataFrame, moves: list[TableMove]) -> DataFrame:
