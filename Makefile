@@ -14,7 +14,7 @@ $(STAMP): requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet uv==0.13.9
 	$(VENV)/bin/uv pip sync --quiet --python $(PY) requirements.lock
-	printf '%s\n' "$(CURDIR)/jobs" "$(CURDIR)/plugins" > $(SITE)/lakeloader.pth
+	printf '%s\n' "$(CURDIR)" "$(CURDIR)/jobs" "$(CURDIR)/plugins" > $(SITE)/lakeloader.pth
 	rm -f $(VENV)/.installed-* && touch $@
 
 # The pinned jars Spark needs for Delta on Spark, s3a:// and Avro (config/jars/), fetched with mvn into
@@ -36,21 +36,24 @@ demo: setup
 test: setup
 	@$(MAKE) --no-print-directory jars || echo "WARNING: could not fetch the pinned jars with mvn: tests/test_spark_jars.py is skipped" >&2
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	bin/with-airflow $(PY) -m pytest
 
 # The benchmark (docs/performance.md); not part of `make test`. BENCH_ARGS adds options, e.g. BENCH_ARGS="--no-verify".
 bench: setup
-	$(PY) -m lakeloader.bench all $(BENCH_ARGS)
+	$(PY) -m tools.bench all $(BENCH_ARGS)
 
 bench-small: setup
-	$(PY) -m lakeloader.bench all --scale 0.02 $(BENCH_ARGS)
+	$(PY) -m tools.bench all --scale 0.02 $(BENCH_ARGS)
 
+# lint-imports: the import contracts in pyproject.toml (docs/architecture.md, "Packages and boundaries").
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 lock:
 	$(VENV)/bin/uv pip compile requirements.txt --python-version 3.11 --no-header -o requirements.lock
 
 clean:
-	rm -rf var build .pytest_cache
+	rm -rf var build .pytest_cache .import_linter_cache

@@ -5,7 +5,7 @@ mistake in one source's declaration gives that source a configuration-error DAG 
 to fix) and leaves the other sources' DAGs untouched. A mistake of the whole file is this file's import error.
 """
 
-from lakeloader.config import config_path, load_sources
+from lakeloader.core.config import config_path, load_sources
 from lakeloader_airflow.dag_factory import build_config_error_dag, build_hourly_dag
 
 _config_file = config_path()

@@ -5,7 +5,7 @@ DAG (its configuration-error DAG comes from lakeloader_hourly.py), and the repla
 sources. A mistake of the whole file is this file's import error.
 """
 
-from lakeloader.config import config_path, load_sources
+from lakeloader.core.config import config_path, load_sources
 from lakeloader_airflow.reconcile_dag import build_daily_reconcile_dag
 from lakeloader_airflow.replay_dag import build_replay_dag
 

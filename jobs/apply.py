@@ -2,8 +2,8 @@
 
 import sys
 
-from lakeloader.apply import run_apply
-from lakeloader.submit import main
+from lakeloader.apply.step import run_apply
+from lakeloader.cli.spark_submit import main
 
 if __name__ == "__main__":
     sys.exit(main("apply", run_apply))

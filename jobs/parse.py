@@ -2,8 +2,8 @@
 
 import sys
 
-from lakeloader.parse import run_parse
-from lakeloader.submit import main
+from lakeloader.cli.spark_submit import main
+from lakeloader.parse.step import run_parse
 
 if __name__ == "__main__":
     sys.exit(main("parse", run_parse))

@@ -12,10 +12,10 @@ import argparse
 import json
 import sys
 
-from lakeloader import zones
-from lakeloader.config import ConfigError, load_source
-from lakeloader.reconcile_report import ACCOUNTING, CHECKS, findings
-from lakeloader.submit import recording_cause
+from lakeloader.audit.reconcile_report import ACCOUNTING, CHECKS, findings
+from lakeloader.cli.spark_submit import recording_cause
+from lakeloader.core import zones
+from lakeloader.core.config import ConfigError, load_source
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     if last < first or not checks or set(checks) - set(CHECKS):
         print(f"error: need --from <= --to and checks among {', '.join(CHECKS)}", file=sys.stderr)
         return 2
-    from lakeloader.reconcile import run_reconcile
+    from lakeloader.audit.reconcile import run_reconcile
     from lakeloader.spark import spark_session
 
     label = args.label or f"{zones.format_hour(first)}--{zones.format_hour(last)}-{'-'.join(checks)}"

@@ -1,6 +1,6 @@
 """spark-submit entry point of replays: jobs/replay.py --plan JSON --label LABEL [--config FILE].
 
-The plan is what lakeloader.replay_plan.validate returned (the Airflow replay DAG validates it first and
+The plan is what lakeloader.audit.replay_plan.validate returned (the Airflow replay DAG validates it first and
 passes it on); it is validated again here, so the job can also be run by hand.
 """
 
@@ -8,8 +8,8 @@ import argparse
 import json
 import sys
 
-from lakeloader.config import ConfigError, valid_sources
-from lakeloader.replay_plan import PlanError, validate
+from lakeloader.audit.replay_plan import PlanError, validate
+from lakeloader.core.config import ConfigError, valid_sources
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, PlanError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from lakeloader.replay import run_replay
+    from lakeloader.audit.replay import run_replay
     from lakeloader.spark import spark_session
 
     source = config.source(plan["source"])

@@ -6,13 +6,13 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lakeloader import zones
-from lakeloader.config import SourceConfig
+from lakeloader.cli.local_runner import run_hours
+from lakeloader.core import zones
+from lakeloader.core.config import SourceConfig
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.land import RawFiles
-from lakeloader.messages import read_messages
-from lakeloader.parse import classify
-from lakeloader.runner import run_hours
+from lakeloader.land.step import RawFiles
+from lakeloader.parse.framing import read_messages
+from lakeloader.parse.step import classify
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HOUR = datetime(2026, 11, 21, 5, tzinfo=UTC)

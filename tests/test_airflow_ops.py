@@ -15,11 +15,11 @@ import pytest
 from conftest import WITH_AIRFLOW
 from deltalake import DeltaTable
 
-from lakeloader import zones
-from lakeloader.config import load_config
+from lakeloader.cli.local_runner import run_hours
+from lakeloader.core import zones
+from lakeloader.core.config import load_config
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.generator import dataworks as dw
-from lakeloader.runner import run_hours
+from tools.cdcgen import dataworks as dw
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lakeloader import zones
-from lakeloader.config import EmailAlert, SlackAlert, SourceConfig, WebhookAlert
+from lakeloader.core import zones
+from lakeloader.core.config import EmailAlert, SlackAlert, SourceConfig, WebhookAlert
 from lakeloader_airflow import alerts, checks
 from lakeloader_airflow.callbacks import FailureAlert, deadline_missed
 
@@ -345,7 +345,7 @@ def test_a_held_back_table_is_alerted_with_its_cause(tmp_path, http_receiver):
 
 
 def test_a_failing_step_records_its_cause_and_a_new_try_clears_it(tmp_path):
-    from lakeloader.submit import recording_cause
+    from lakeloader.cli.spark_submit import recording_cause
 
     source = _source(tmp_path)
     hour = datetime(2026, 11, 22, 9, tzinfo=UTC)

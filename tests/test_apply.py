@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from lakeloader import zones
-from lakeloader.config import SourceConfig
+from lakeloader.cli.local_runner import run_hours
+from lakeloader.core import zones
+from lakeloader.core.config import SourceConfig
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.generator import dataworks as dw
-from lakeloader.runner import run_hours
+from tools.cdcgen import dataworks as dw
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 H6 = H5 + timedelta(hours=1)

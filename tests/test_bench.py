@@ -1,4 +1,4 @@
-"""The benchmark harness (lakeloader.bench) on a tiny scenario, so it keeps working; no timings asserted."""
+"""The benchmark harness (tools.bench) on a tiny scenario, so it keeps working; no timings asserted."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from lakeloader.bench.formats import formats_markdown, run_formats
-from lakeloader.bench.generate import changes
-from lakeloader.bench.probe import Probe, jvm_pid
-from lakeloader.bench.report import scenario_json, scenario_markdown
-from lakeloader.bench.run import APPLY, BARE, FLOOR, ORDER, PARSE, TO_ARROW, run_scenario
-from lakeloader.bench.scenario import Scenario
-from lakeloader.bench.workspace import Layout
+from tools.bench.formats import formats_markdown, run_formats
+from tools.bench.generate import changes
+from tools.bench.probe import Probe, jvm_pid
+from tools.bench.report import scenario_json, scenario_markdown
+from tools.bench.run import APPLY, BARE, FLOOR, ORDER, PARSE, TO_ARROW, run_scenario
+from tools.bench.scenario import Scenario
+from tools.bench.workspace import Layout
 
 pytestmark = [pytest.mark.bench, pytest.mark.timeout(180)]
 

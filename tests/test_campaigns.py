@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 from format_support import parse_files, run, silver_rows, source_for, write_export_file
 
-from lakeloader import zones
-from lakeloader.formats.registry import FORMATS
-from lakeloader.generator import wire
+from lakeloader.core import zones
+from lakeloader.core.format_registry import FORMATS
+from tools.cdcgen import wire
 
 SEED = 14
 H5 = wire.BASE
@@ -182,7 +182,7 @@ def _kill_during(config: Path, step: str, delay: float) -> str:
     """Start the local runner for hour H5 and kill -9 its process group `delay` seconds into `step`; returns
     where it was (the step's start seen, or the run finished first)."""
     runner = subprocess.Popen(
-        [sys.executable, "-m", "lakeloader.runner", "--source", "src", "--from", zones.format_hour(H5),
+        [sys.executable, "-m", "lakeloader.cli.local_runner", "--source", "src", "--from", zones.format_hour(H5),
          "--config", str(config), "--master", "local[1]"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
@@ -230,7 +230,7 @@ def test_kill_9_at_seeded_random_points_then_a_rerun_equals_an_uninterrupted_run
 
 
 def _tables(source) -> dict[str, tuple[str, str]]:
-    from lakeloader.lake_index import silver_table_ids
-    from lakeloader.storage import open_store
+    from lakeloader.core.lake_index import silver_table_ids
+    from lakeloader.core.storage import open_store
 
     return silver_table_ids(open_store(source.lake_root), source.name)

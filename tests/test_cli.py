@@ -7,8 +7,8 @@ from pathlib import Path
 
 from format_support import HOUR, run, source_for, write_export
 
-from lakeloader import cli
-from lakeloader.generator import dataworks as dw
+from lakeloader.cli import commands as cli
+from tools.cdcgen import dataworks as dw
 
 ORDERS = dw.TableSpec("shop", "orders", (("id", "LONG"), ("status", "STRING")), ("id",))
 

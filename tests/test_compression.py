@@ -1,4 +1,4 @@
-"""Compressed exports (lakeloader.compression): which compressions are refused, and for damaged gzip files which
+"""Compressed exports (lakeloader.core.compression): which compressions are refused, and for damaged gzip files which
 decoded bytes are trusted and how the damage is named, whatever the pieces the file arrives in."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from itertools import pairwise
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lakeloader.compression import CORRUPT, CUT_SHORT, UNSUPPORTED, GzipStream, salvage, unsupported_compression
+from lakeloader.core.compression import CORRUPT, CUT_SHORT, UNSUPPORTED, GzipStream, salvage, unsupported_compression
 
 FIRST = b"".join(b'{"id": %d}\n' % i for i in range(3000))
 SECOND = b"".join(b'{"id": %d, "more": true}\n' % i for i in range(3000))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lakeloader.config import (
+from lakeloader.core.config import (
     CONFIG_ENV_VAR,
     SUPPORTED_FORMATS,
     ConfigError,

@@ -15,8 +15,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from lakeloader.config import load_config
-from lakeloader.replay_plan import validate
+from lakeloader.audit.replay_plan import validate
+from lakeloader.core.config import load_config
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WITH_AIRFLOW = REPO_ROOT / "bin" / "with-airflow"

@@ -15,7 +15,7 @@ from airflow.serialization.encoders import coerce_to_core_timetable
 from airflow.serialization.serialized_objects import DagSerialization
 from airflow.timetables.base import DataInterval
 
-from lakeloader.config import ConfigError
+from lakeloader.core.config import ConfigError
 from lakeloader_airflow.timetable import HourIntervals
 
 DAGS_DIR = Path(__file__).resolve().parents[1] / "dags"

@@ -15,18 +15,18 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from format_support import parse_files, source_for
 
-from lakeloader import zones
-from lakeloader.compression import CUT_SHORT, UNSUPPORTED
-from lakeloader.config import SourceConfig, WebhookAlert
-from lakeloader.generator import dataworks as dw
-from lakeloader.generator import layouts, wire
-from lakeloader.land import RawFiles
-from lakeloader.messages import DAMAGED_GZIP, read_messages
-from lakeloader.parse import classify
-from lakeloader.reconcile import run_reconcile
-from lakeloader.reconcile_report import findings
-from lakeloader.runner import run_hours
+from lakeloader.audit.reconcile import run_reconcile
+from lakeloader.audit.reconcile_report import findings
+from lakeloader.cli.local_runner import run_hours
+from lakeloader.core import zones
+from lakeloader.core.compression import CUT_SHORT, UNSUPPORTED
+from lakeloader.core.config import SourceConfig, WebhookAlert
+from lakeloader.land.step import RawFiles
+from lakeloader.parse.framing import DAMAGED_GZIP, read_messages
+from lakeloader.parse.step import classify
 from lakeloader_airflow import checks
+from tools.cdcgen import dataworks as dw
+from tools.cdcgen import layouts, wire
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 AT = H5 + timedelta(minutes=10)

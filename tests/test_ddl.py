@@ -11,22 +11,22 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lakeloader import zones
-from lakeloader.apply import run_apply
-from lakeloader.config import SourceConfig, WebhookAlert
-from lakeloader.ddl import changes as D
-from lakeloader.ddl import statements as S
-from lakeloader.ddl.changes import DdlPolicyError
-from lakeloader.ddl.statements import parse_ddl
+from lakeloader.apply import schema_changes as D
+from lakeloader.apply.ddl import statements as S
+from lakeloader.apply.ddl.statements import parse_ddl
+from lakeloader.apply.schema_changes import DdlPolicyError
+from lakeloader.apply.step import run_apply
+from lakeloader.audit.reconcile import run_reconcile
+from lakeloader.cli.local_runner import run_hours
+from lakeloader.core import zones
+from lakeloader.core.config import SourceConfig, WebhookAlert
+from lakeloader.core.storage import open_store
 from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.generator import dataworks as dw
-from lakeloader.land import land_hour
-from lakeloader.parse import run_parse
-from lakeloader.reconcile import run_reconcile
-from lakeloader.runner import run_hours
-from lakeloader.storage import open_store
+from lakeloader.land.step import land_hour
+from lakeloader.parse.step import run_parse
 from lakeloader_airflow import checks
+from tools.cdcgen import dataworks as dw
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 H6 = H5 + timedelta(hours=1)

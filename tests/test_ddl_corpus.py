@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from lakeloader.ddl import statements as S
-from lakeloader.ddl.statements import parse_ddl
+from lakeloader.apply.ddl import statements as S
+from lakeloader.apply.ddl.statements import parse_ddl
 
 CORPUS = Path(__file__).parent / "fixtures" / "ddl" / "corpus.tsv"
 

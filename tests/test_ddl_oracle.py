@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from lakeloader import zones
-from lakeloader.config import SourceConfig
+from lakeloader.cli.local_runner import run_hours
+from lakeloader.core import zones
+from lakeloader.core.config import SourceConfig
+from lakeloader.core.format_registry import FORMATS
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.formats.registry import FORMATS
-from lakeloader.generator import layouts, wire
-from lakeloader.runner import run_hours
+from tools.cdcgen import layouts, wire
 
 HOURS = [wire.BASE + timedelta(hours=i) for i in range(3)]
 STEPS_PER_HOUR = 30

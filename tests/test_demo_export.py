@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from lakeloader import zones
-from lakeloader.config import load_source
-from lakeloader.generator.demo import write_demo_export
-from lakeloader.runner import run_hours
-from lakeloader.storage import open_store
-from lakeloader.summary import NO_TABLE, collect, mismatches
+from lakeloader.cli.local_runner import run_hours
+from lakeloader.cli.source_summary import NO_TABLE, collect, mismatches
+from lakeloader.core import zones
+from lakeloader.core.config import load_source
+from lakeloader.core.storage import open_store
+from tools.cdcgen.demo import write_demo_export
 
 DEMO_CONFIG = Path(__file__).resolve().parents[1] / "config" / "sources.yaml"
 FIRST = datetime(2026, 11, 21, 0, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""Export layouts (lakeloader.messages): kcat envelopes with text or Base64 payloads, concatenated pretty-printed
+"""Export layouts (lakeloader.parse.framing): kcat envelopes with text or Base64 payloads, concatenated pretty-printed
 JSON and length-prefixed `.bin` (and `.bin.gz`) files give the same canonical rows as one message per line, keep
 the topic coordinates, and send framing problems to quarantine with their reason."""
 
@@ -10,8 +10,7 @@ from pathlib import Path
 
 from format_support import FIXTURES, lines_of, parse_files, source_for
 
-from lakeloader.generator import layouts, wire
-from lakeloader.messages import (
+from lakeloader.parse.framing import (
     NO_PAYLOAD_FIELD,
     NO_POSITION,
     NOT_AN_ENVELOPE,
@@ -19,6 +18,7 @@ from lakeloader.messages import (
     PAYLOAD_NOT_UTF8,
     TOMBSTONE_OP,
 )
+from tools.cdcgen import layouts, wire
 
 _CHANGES = [*wire.keyed_stream(wire.ITEMS, 8)[0], wire.Change(wire.ITEMS, wire.TRUNCATE, 9)]
 CANAL = [line for change in _CHANGES for line in wire.canal_json(change)]

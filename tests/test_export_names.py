@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 
 import pyarrow.parquet as pq
 
-from lakeloader import zones
-from lakeloader.config import SourceConfig
-from lakeloader.generator import dataworks as dw
-from lakeloader.reconcile import run_reconcile
-from lakeloader.reconcile_report import findings
-from lakeloader.runner import run_hours
+from lakeloader.audit.reconcile import run_reconcile
+from lakeloader.audit.reconcile_report import findings
+from lakeloader.cli.local_runner import run_hours
+from lakeloader.core import zones
+from lakeloader.core.config import SourceConfig
+from tools.cdcgen import dataworks as dw
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 ORDERS = dw.TableSpec("shop", "orders", (("id", "LONG"), ("status", "STRING")), ("id",))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from format_support import FIXTURES, parse_files, source_for
 
-from lakeloader.formats.auto import AUTO_UNRECOGNISED
+from lakeloader.parse.formats.auto import AUTO_UNRECOGNISED
 
 SETTINGS = {  # the format-specific settings the fixtures need; with auto they apply to their format's messages
     "db": "shop",

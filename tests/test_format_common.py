@@ -7,13 +7,13 @@ import pytest
 from format_support import source_for, write_export_file
 from pyspark.sql import functions as F
 
-from lakeloader.config import SUPPORTED_FORMATS
-from lakeloader.formats import ob_types
-from lakeloader.formats.common import decimal_fits, epoch_micros, exact_numbers, integer_text
-from lakeloader.generator import wire
-from lakeloader.land import RawFiles
-from lakeloader.messages import read_messages
-from lakeloader.parse import classify
+from lakeloader.core.config import SUPPORTED_FORMATS
+from lakeloader.land.step import RawFiles
+from lakeloader.parse.formats import ob_types
+from lakeloader.parse.formats.common import decimal_fits, epoch_micros, exact_numbers, integer_text
+from lakeloader.parse.framing import read_messages
+from lakeloader.parse.step import classify
+from tools.cdcgen import wire
 
 
 def evaluate(spark, expression, *values):

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 from format_support import FIXTURES, lines_of, run, silver_rows, source_for, write_export
 
-from lakeloader.config import SourceConfig
+from lakeloader.core.config import SourceConfig
 
 DEBEZIUM = FIXTURES / "debezium_json"
 PAIMON = FIXTURES / "peers" / "paimon" / "debezium" / "table"

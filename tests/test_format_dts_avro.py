@@ -12,8 +12,8 @@ from decimal import Decimal
 import fastavro
 from format_support import run, silver_rows, silver_schema, source_for, write_export
 
-from lakeloader.config import SourceConfig
-from lakeloader.formats.dts_avro_decode import record_schema
+from lakeloader.core.config import SourceConfig
+from lakeloader.parse.formats.dts_avro_decode import record_schema
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 T0 = int(H5.timestamp()) + 60  # sourceTimestamp: seconds

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from lakeloader.formats import registry
-from lakeloader.formats.registry import FORMATS
+from lakeloader.core import format_registry as registry
+from lakeloader.core.format_registry import FORMATS
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from format_support import FIXTURES, lines_of, run, silver_rows, source_for, write_export
 
-from lakeloader.config import SourceConfig
+from lakeloader.core.config import SourceConfig
 
 SHAREPLEX = FIXTURES / "shareplex_json"
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)

@@ -16,12 +16,12 @@ import pytest
 from deltalake import write_deltalake
 from format_support import report, run, source_for, write_export, write_export_file
 
-from lakeloader import zones
+from lakeloader.audit.reconcile import compare, silver_frame
+from lakeloader.core import zones
+from lakeloader.core.lake_index import silver_table_ids
+from lakeloader.core.storage import LocalStore
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.generator import dataworks as dw
-from lakeloader.lake_index import silver_table_ids
-from lakeloader.reconcile import compare, silver_frame
-from lakeloader.storage import LocalStore
+from tools.cdcgen import dataworks as dw
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 H6 = H5 + timedelta(hours=1)
@@ -197,9 +197,9 @@ def test_reconciliation_compares_columns_named_with_a_dot_or_a_backtick(spark, t
 
 
 def test_the_runner_reports_each_step_as_soon_as_it_is_done(monkeypatch, tmp_path) -> None:
-    import lakeloader.apply
-    import lakeloader.parse
-    from lakeloader import runner
+    import lakeloader.apply.step
+    import lakeloader.parse.step
+    from lakeloader.cli import local_runner as runner
 
     events: list[str] = []
 
@@ -215,7 +215,7 @@ def test_the_runner_reports_each_step_as_soon_as_it_is_done(monkeypatch, tmp_pat
         return run
 
     monkeypatch.setattr(runner, "land_hour", step("land", Landed()))
-    monkeypatch.setattr(lakeloader.parse, "run_parse", step("parse", {"lines": 2}))
-    monkeypatch.setattr(lakeloader.apply, "run_apply", step("apply", {"tables": {}}))
+    monkeypatch.setattr(lakeloader.parse.step, "run_parse", step("parse", {"lines": 2}))
+    monkeypatch.setattr(lakeloader.apply.step, "run_apply", step("apply", {"tables": {}}))
     runner.run_hours(None, source_for("dataworks_json", tmp_path), [H5], emit=lambda line: events.append(line[:16]))
     assert events == ["ran land", '{"step": "land",', "ran parse", '{"step": "parse"', "ran apply", '{"step": "apply"']

@@ -18,10 +18,10 @@ from pathlib import Path
 import boto3
 import pytest
 
-from lakeloader import zones
-from lakeloader.config import SourceConfig
-from lakeloader.land import LandedFile, LandError, land_hour, read_manifest
-from lakeloader.storage import LocalStore, S3Store, open_store
+from lakeloader.core import zones
+from lakeloader.core.config import SourceConfig
+from lakeloader.core.storage import LocalStore, S3Store, open_store
+from lakeloader.land.step import LandedFile, LandError, land_hour, read_manifest
 
 HOUR_5 = datetime(2026, 3, 1, 5, tzinfo=UTC)
 HOUR_6 = HOUR_5 + timedelta(hours=1)
@@ -374,7 +374,7 @@ def test_export_file_changed_after_landing_is_reported_and_not_landed_again(
     land_hour(source, HOUR_5)
     export(exports_dir, "a.json", b"alpha\nbeta\n", HOUR_6 + timedelta(minutes=1))
 
-    with caplog.at_level(logging.WARNING, logger="lakeloader.land"):
+    with caplog.at_level(logging.WARNING, logger="lakeloader.land.step"):
         result = land_hour(source, HOUR_6)
 
     assert (result.copied, result.already_landed, result.changed_after_landing) == (0, 1, ["a.json"])

@@ -15,12 +15,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lakeloader import lock
-from lakeloader.config import SourceConfig
+from lakeloader.core import lock
+from lakeloader.core.config import SourceConfig
+from lakeloader.core.lock import SourceBusy, lock_key, source_lock
+from lakeloader.core.storage import S3Store, delta_storage_options, open_store
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.land import land_hour
-from lakeloader.lock import SourceBusy, lock_key, source_lock
-from lakeloader.storage import S3Store, delta_storage_options, open_store
+from lakeloader.land.step import land_hour
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -38,8 +38,8 @@ def test_a_second_process_fails_at_once_naming_the_writer_and_since_when(tmp_pat
     holder = textwrap.dedent(
         f"""
         import sys, time
-        from lakeloader.lock import source_lock
-        from lakeloader.storage import open_store
+        from lakeloader.core.lock import source_lock
+        from lakeloader.core.storage import open_store
         with source_lock(open_store({source.lake_root!r}), "shop", "apply"):
             print("held", flush=True)
             sys.stdin.read()

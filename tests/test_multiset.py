@@ -12,13 +12,13 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakeloader import zones
-from lakeloader.config import SourceConfig
+from lakeloader.apply.multiset import KEY
+from lakeloader.apply.silver import recorded_key
+from lakeloader.cli.local_runner import run_hours
+from lakeloader.core import zones
+from lakeloader.core.config import SourceConfig
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.generator import dataworks as dw
-from lakeloader.multiset import KEY
-from lakeloader.runner import run_hours
-from lakeloader.silver import recorded_key
+from tools.cdcgen import dataworks as dw
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 HOURS = [H5, H5 + timedelta(hours=1), H5 + timedelta(hours=2)]

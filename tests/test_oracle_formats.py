@@ -22,10 +22,10 @@ from format_support import run, silver_rows, silver_schema, source_for, write_ex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from lakeloader import zones
-from lakeloader.config import SourceConfig
-from lakeloader.formats.registry import FORMATS
-from lakeloader.generator import layouts, wire
+from lakeloader.core import zones
+from lakeloader.core.config import SourceConfig
+from lakeloader.core.format_registry import FORMATS
+from tools.cdcgen import layouts, wire
 
 HOURS = [wire.BASE + timedelta(hours=h) for h in range(3)]
 

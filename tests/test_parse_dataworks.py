@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-import lakeloader.generator
-from lakeloader.config import SourceConfig
-from lakeloader.land import land_hour
-from lakeloader.lines import read_numbered_lines
-from lakeloader.parse import classify, run_parse
+import tools.cdcgen
+from lakeloader.core.config import SourceConfig
+from lakeloader.land.step import land_hour
+from lakeloader.parse.numbered_lines import read_numbered_lines
+from lakeloader.parse.step import classify, run_parse
 
-FIXTURES = Path(lakeloader.generator.__file__).parent / "seed_examples"
+FIXTURES = Path(tools.cdcgen.__file__).parent / "seed_examples"
 PAIMON = Path(__file__).resolve().parent / "fixtures" / "peers" / "paimon" / "aliyun" / "table" / "event"
 HOUR = datetime(2026, 11, 21, 5, tzinfo=UTC)
 
@@ -241,8 +241,8 @@ def test_run_parse_writes_bronze_quarantine_and_counts_that_add_up(spark, tmp_pa
 
 @pytest.mark.parametrize("fmt", ["dataworks_json"])
 def test_every_configured_format_has_a_parser(fmt):
-    from lakeloader.config import SUPPORTED_FORMATS
-    from lakeloader.formats import registry
+    from lakeloader.core import format_registry as registry
+    from lakeloader.core.config import SUPPORTED_FORMATS
 
     assert all(callable(registry.parser(name)) for name in SUPPORTED_FORMATS)
     assert fmt in SUPPORTED_FORMATS

@@ -14,13 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from lakeloader import zones
-from lakeloader.config import SnapshotExport, SourceConfig, WebhookAlert
-from lakeloader.generator import dataworks as dw
-from lakeloader.reconcile import run_reconcile
-from lakeloader.reconcile_report import findings
-from lakeloader.runner import run_hours
+from lakeloader.audit.reconcile import run_reconcile
+from lakeloader.audit.reconcile_report import findings
+from lakeloader.cli.local_runner import run_hours
+from lakeloader.core import zones
+from lakeloader.core.config import SnapshotExport, SourceConfig, WebhookAlert
 from lakeloader_airflow import alerts, checks
+from tools.cdcgen import dataworks as dw
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 H6 = H5 + timedelta(hours=1)

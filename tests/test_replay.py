@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from lakeloader.config import LakeloaderConfig, SourceConfig
+from lakeloader.audit.reconcile import check_state
+from lakeloader.audit.replay import run_replay
+from lakeloader.audit.replay_plan import PlanError, validate
+from lakeloader.cli.local_runner import run_hours
+from lakeloader.core.config import LakeloaderConfig, SourceConfig
+from lakeloader.core.storage import open_store
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.generator import dataworks as dw
-from lakeloader.reconcile import check_state
-from lakeloader.replay import run_replay
-from lakeloader.replay_plan import PlanError, validate
-from lakeloader.runner import run_hours
-from lakeloader.storage import open_store
+from tools.cdcgen import dataworks as dw
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 H6 = H5 + timedelta(hours=1)

@@ -24,8 +24,8 @@ import pytest
 from conftest import WITH_AIRFLOW, Receiver, _free_port, _start_receiver
 
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.generator import dataworks as dw
 from lakeloader_airflow.alerts import minutes
+from tools.cdcgen import dataworks as dw
 
 pytestmark = pytest.mark.slow
 

@@ -10,13 +10,13 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from lakeloader.apply import recluster_due
-from lakeloader.config import SourceConfig
+from lakeloader.apply.step import recluster_due
+from lakeloader.cli.local_runner import run_hours
+from lakeloader.core.config import SourceConfig
 from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.generator import dataworks as dw
-from lakeloader.runner import run_hours
 from tests.test_apply import ORDERS, order, silver_rows, user_columns, write_export
+from tools.cdcgen import dataworks as dw
 
 FILE_SIZE = 64 * 1024
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("note", pa.string()), *E.METADATA_FIELDS])

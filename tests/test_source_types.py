@@ -1,4 +1,4 @@
-"""The one type mapping of source declarations (lakeloader.formats.source_types): the whole MySQL and
+"""The one type mapping of source declarations (lakeloader.parse.formats.source_types): the whole MySQL and
 Oracle/OceanBase type lists map to the documented Spark types, the message path's Spark expression agrees with
 the Python mapping on every declaration, and the DDL path types each declaration as its data arrives."""
 
@@ -9,8 +9,8 @@ import sqlglot
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from lakeloader.ddl.types import spark_type
-from lakeloader.formats import ob_types, source_types
+from lakeloader.apply.ddl.types import spark_type
+from lakeloader.parse.formats import ob_types, source_types
 
 MYSQL = {
     "TINYINT(1)": "boolean",  # MySQL's BOOL

@@ -6,7 +6,7 @@ import json
 
 from format_support import parse_lines, run, silver_rows, silver_schema, source_for, write_export
 
-from lakeloader.generator import wire
+from tools.cdcgen import wire
 
 H5 = wire.BASE
 

@@ -18,7 +18,7 @@ from format_support import (
     write_export_file,
 )
 
-from lakeloader.generator import layouts, wire
+from tools.cdcgen import layouts, wire
 
 H5 = wire.BASE
 H6, H7, H8 = (H5 + timedelta(hours=h) for h in (1, 2, 3))

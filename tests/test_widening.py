@@ -12,15 +12,15 @@ import pyarrow as pa
 from deltalake import DeltaTable, QueryBuilder, write_deltalake
 from format_support import report, run, silver_rows, silver_schema, source_for, write_export
 
-from lakeloader import zones
-from lakeloader.config import WebhookAlert
-from lakeloader.ddl import changes as D
-from lakeloader.ddl import statements as S
-from lakeloader.ddl.widening import is_widening, widest
+from lakeloader.apply import schema_changes as D
+from lakeloader.apply.ddl import statements as S
+from lakeloader.apply.ddl.widening import is_widening, widest
+from lakeloader.apply.silver import _exact_cast
+from lakeloader.core import zones
+from lakeloader.core.config import WebhookAlert
+from lakeloader.core.storage import open_store
 from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.silver import _exact_cast
-from lakeloader.storage import open_store
 from lakeloader_airflow import checks
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)

@@ -11,7 +11,7 @@ from pyspark import SparkConf
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from lakeloader.storage import Store, spark_path
+from lakeloader.core.storage import Store, spark_path
 
 if TYPE_CHECKING:
     from lakeloader.config import SourceConfig

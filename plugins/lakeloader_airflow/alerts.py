@@ -30,7 +30,7 @@ from urllib.parse import quote, urlsplit
 
 from airflow.sdk import BaseNotifier
 
-from lakeloader.config import EmailAlert, SlackAlert, SourceConfig, WebhookAlert
+from lakeloader.core.config import EmailAlert, SlackAlert, SourceConfig, WebhookAlert
 
 log = logging.getLogger(__name__)
 

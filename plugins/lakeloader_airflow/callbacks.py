@@ -11,8 +11,8 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from lakeloader import zones
-from lakeloader.config import load_source
+from lakeloader.core import zones
+from lakeloader.core.config import load_source
 from lakeloader_airflow import alerts
 
 log = logging.getLogger(__name__)
@@ -96,11 +96,11 @@ class FailureAlert:
 
 
 def _cause(source, task_id: str | None, hour: object) -> str | None:
-    """What a spark-submit step recorded as its failure's cause (lakeloader.submit), if it got that far."""
+    """What a spark-submit step recorded as its failure's cause (lakeloader.cli.spark_submit), if it got that far."""
     if not task_id or not isinstance(hour, datetime):
         return None
     try:
-        from lakeloader.storage import open_store
+        from lakeloader.core.storage import open_store
 
         lake = open_store(source.lake_root, source.s3_endpoint_url)
         key = zones.run_error_key(source.name, hour, task_id)

@@ -5,7 +5,7 @@ and alert when something is wrong.
   (task log), and on any gap or mismatch an alert plus a failed task. For an hourly run it also alerts (the
   run goes on) on DDL the apply step skipped as unsupported when the source's ddl_policy is skip_and_alert,
   and on landed export files that cannot be read whole (a damaged `.gz`, an unsupported compression), and on
-  tables the apply step held back (lakeloader.apply: per-table isolation).
+  tables the apply step held back (lakeloader.apply.step: per-table isolation).
 - `check_freshness`: the source's watermark (newest change or heartbeat loaded, kept by the reconcile job)
   against wall-clock time -> lag (XCom), and an alert plus a failed task when it exceeds the freshness SLA
   or when no heartbeat arrived within the heartbeat timeout.
@@ -18,11 +18,11 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lakeloader import zones
-from lakeloader.config import SourceConfig
-from lakeloader.land import read_manifest
-from lakeloader.reconcile_report import ACCOUNTING, findings, render_markdown
-from lakeloader.storage import open_store
+from lakeloader.audit.reconcile_report import ACCOUNTING, findings, render_markdown
+from lakeloader.core import zones
+from lakeloader.core.config import SourceConfig
+from lakeloader.core.storage import open_store
+from lakeloader.land.step import read_manifest
 from lakeloader_airflow import alerts
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ def _alert_column_types(source: SourceConfig, summary: dict[str, Any], dag_id: s
 
 def _alert_held_back(source: SourceConfig, summary: dict[str, Any], dag_id: str, run_id: str) -> None:
     """One alert naming the tables the hour's apply step could not apply: their changes stay in bronze and every
-    later run retries them (lakeloader.apply, per-table isolation); the hour's other tables were committed."""
+    later run retries them (lakeloader.apply.step, per-table isolation); the hour's other tables were committed."""
     held = summary["held_back"]
     if not held:
         return

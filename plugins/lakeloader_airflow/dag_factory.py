@@ -1,6 +1,6 @@
 """Build the hourly DAG of one configured source: land -> parse -> apply -> reconcile -> verify, and freshness.
 
-Wiring only: landing lives in `lakeloader.land`, parsing, applying and reconciling in the Spark entry points
+Wiring only: landing lives in `lakeloader.land.step`, parsing, applying and reconciling in the Spark entry points
 `jobs/parse.py`, `jobs/apply.py` and `jobs/reconcile.py`, which run through spark-submit; the checks in
 `lakeloader_airflow.checks`. Every run covers one data interval (one hour with the default schedule) and
 hands its start to each step as the hour to process.
@@ -22,9 +22,9 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG, AsyncCallback, DeadlineAlert, task
 
 import lakeloader
-from lakeloader import zones
-from lakeloader.config import BrokenSource, ConfigError, SourceConfig
-from lakeloader.land import land_hour
+from lakeloader.core import zones
+from lakeloader.core.config import BrokenSource, ConfigError, SourceConfig
+from lakeloader.land.step import land_hour
 from lakeloader_airflow import checks
 from lakeloader_airflow.assets import silver_alias, silver_events
 from lakeloader_airflow.callbacks import FailureAlert, deadline_missed

@@ -1,7 +1,7 @@
 """Creates the sources' one-slot pools whenever an Airflow scheduler, DAG processor or triggerer starts (an
 Airflow lifecycle listener registered by the lakeloader plugin), so no pool has to be created by hand.
 
-The pools only queue a source's lake-writing tasks one after another; the lake lock (lakeloader.lock) is what
+The pools only queue a source's lake-writing tasks one after another; the lake lock (lakeloader.core.lock) is what
 keeps two writers of a source apart, whatever launched them.
 """
 

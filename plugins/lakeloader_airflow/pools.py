@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lakeloader.config import load_config
+from lakeloader.core.config import load_config
 from lakeloader_airflow.dag_factory import pool_for
 
 

@@ -14,10 +14,10 @@ from typing import Any
 
 from airflow.sdk import DAG, task
 
-from lakeloader import zones
-from lakeloader.config import SourceConfig
-from lakeloader.land import landed_empty
-from lakeloader.storage import open_store
+from lakeloader.core import zones
+from lakeloader.core.config import SourceConfig
+from lakeloader.core.storage import open_store
+from lakeloader.land.step import landed_empty
 from lakeloader_airflow import checks
 from lakeloader_airflow.dag_factory import RECONCILE_APP, default_args, spark_task
 from lakeloader_airflow.timetable import HourIntervals

@@ -20,10 +20,10 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Param, task
 
-from lakeloader import zones
-from lakeloader.config import LakeloaderConfig, load_source, valid_sources
-from lakeloader.replay_plan import HOUR_PATTERN, MODES, REAPPLY, TABLE_PATTERN, validate
-from lakeloader.storage import open_store
+from lakeloader.audit.replay_plan import HOUR_PATTERN, MODES, REAPPLY, TABLE_PATTERN, validate
+from lakeloader.core import zones
+from lakeloader.core.config import LakeloaderConfig, load_source, valid_sources
+from lakeloader.core.storage import open_store
 from lakeloader_airflow.callbacks import FailureAlert
 from lakeloader_airflow.dag_factory import JOBS_DIR, SPARK_CONF, SPARK_CONN_ID, pool_for
 

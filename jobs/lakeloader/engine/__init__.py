@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lakeloader.config import SourceConfig
+    from lakeloader.core.config import SourceConfig
     from lakeloader.engine.base import TableEngine
 
 
@@ -26,8 +26,8 @@ def engine_for(source: SourceConfig) -> TableEngine:
         from lakeloader.engine.deltaspark import DeltaSparkEngine
 
         return DeltaSparkEngine(session)
+    from lakeloader.core.storage import delta_storage_options
     from lakeloader.engine.deltars import DeltaRsEngine
-    from lakeloader.storage import delta_storage_options
 
     return DeltaRsEngine(delta_storage_options(source.lake_root, source.s3_endpoint_url))
 

@@ -29,7 +29,8 @@ PARTIAL, PRESENT = "_cdc_partial", "_cdc_present"
 SEQ, SEQ2 = "_cdc_seq", "_cdc_seq2"
 OP, EVENT_TIME = "_cdc_op", "_cdc_event_time"
 SOURCE_FILE, SOURCE_LINE = "_cdc_source_file", "_cdc_source_line"
-# the change's place among changes of equal (seq, seq2): rank and export position (lakeloader.ordering.position)
+# the change's place among changes of equal (seq, seq2): rank and export position
+# (lakeloader.apply.key_actions.position)
 POSITION = "_cdc_position"
 LOADED_AT = "_cdc_loaded_at"
 # Only in tombstone tables: the action's rank (0 = first half of a two-message update), and when it was written.
@@ -56,7 +57,7 @@ FILE_SIZE_PROPERTY = "delta.targetFileSize"
 # Delta's table property listing the columns whose per-file statistics writers collect (and readers may prune on)
 STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
 # Columns a change set may carry beside the table's: `_cdc_unfit` names the columns whose canonical text did not
-# fit the type the batch declared for them (the change is rejected, lakeloader.silver).
+# fit the type the batch declared for them (the change is rejected, lakeloader.apply.silver).
 UNFIT = "_cdc_unfit"
 STAGING_COLUMNS = (ACTION, PARTIAL, PRESENT, UNFIT)
 
@@ -142,7 +143,7 @@ class TableEngine(Protocol):
     def add_columns(self, uri: str, fields: list[pa.Field], commit_info: dict[str, str]) -> None: ...
 
     def widen_columns(self, uri: str, fields: list[pa.Field], commit_info: dict[str, str]) -> None:
-        """Retype the named columns to the fields' types, each a widening (`lakeloader.ddl.widening`) that holds
+        """Retype the named columns to the fields' types, each a widening (`lakeloader.apply.ddl.widening`) that holds
         every value the column has; the table's properties and rows are kept."""
         ...
 

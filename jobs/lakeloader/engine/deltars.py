@@ -424,7 +424,7 @@ class DeltaRsEngine:
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
-        from lakeloader.storage import spark_path
+        from lakeloader.core.storage import spark_path
 
         table = self._table(uri)
         uses_vectors = "deletionVectors" in (table.protocol().reader_features or [])

@@ -1,0 +1,1 @@
+"""Apply: key actions per table, multisets, schema changes and the silver writes."""

@@ -1,0 +1,151 @@
+"""Column renames and drops over a table's life, and row images read as a later schema has them.
+
+A keyless table (`lakeloader.apply.multiset`) knows a row by a hash of its content, column names included. After
+`RENAME COLUMN a TO b` the source's later images of a row name `b` where the earlier ones named `a`; so
+before counting a content's history, every image older than a rename or drop of one of its columns is read
+as the schema after it has the row (`a` becomes `b`, a dropped column goes), and the silver table's rows are
+recounted after such a statement (`lakeloader.apply.step`).
+
+The renames and drops come from the schema history (statements applied in earlier batches) and from the
+batch's own DDL messages as they are applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from decimal import Decimal
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from lakeloader.apply.ddl import statements as S
+from lakeloader.apply.ddl.moves import TableMove, resolve
+from lakeloader.apply.table_identity import TableId
+from lakeloader.core import zones
+from lakeloader.core.storage import Store
+from lakeloader.engine import base as E
+from lakeloader.engine.base import TableEngine
+from lakeloader.parse import canonical as C
+
+Position = tuple  # (seq, seq2, origin_file, origin_line, origin_index), as DdlEvent.position
+ColumnChange = tuple[Position, S.Operation]
+IMAGES = ("before", "after")  # a RenameColumn, DropColumns or renaming ChangeColumnType
+
+
+def renames_or_drops(operations: Iterable[S.Operation]) -> list[S.Operation]:
+    """The operations that change which names a row's values have."""
+    return [
+        op
+        for op in operations
+        if isinstance(op, S.RenameColumn | S.DropColumns)
+        or (isinstance(op, S.ChangeColumnType) and op.old is not None and op.old != op.name)
+    ]
+
+
+def applied_changes(
+    engine: TableEngine,
+    lake: Store,
+    source: str,
+    dialect: str,
+    moves: list[TableMove],
+    identities: dict[TableId, TableId],
+) -> dict[TableId, list[ColumnChange]]:
+    """Per table (under its name in this batch): the renames and drops applied so far, from the schema history."""
+    uri = lake.child(zones.schema_history_dir(source))
+    if not engine.exists(uri):
+        return {}
+    changes: dict[TableId, list[ColumnChange]] = {}
+    for row in engine.read(uri).to_pylist():
+        if row["status"] != "applied" or not row["ddl"]:
+            continue
+        parsed = S.parse_ddl(row["ddl"], dialect)
+        statements = parsed.statements if isinstance(parsed, S.Statements) else (parsed,)
+        for statement in statements:
+            if not isinstance(statement, S.Statement) or (statement.table and statement.table.table != row["table"]):
+                continue
+            name = resolve((row["db"], row["table"]), (row[E.SEQ], row[E.SEQ2]), moves)
+            if name is None:
+                continue
+            position = (row[E.SEQ], row[E.SEQ2], row["origin_file"], row["origin_line"], row["origin_index"])
+            for op in renames_or_drops(statement.operations):
+                changes.setdefault(identities.get(name, name), []).append((position, op))
+    return changes
+
+
+def read_as_later(data: DataFrame, changes: dict[TableId, list[ColumnChange]]) -> DataFrame:
+    """Changes with their before/after images read as the schema after every given rename or drop newer than
+    them has the row: one fold over the changes in sequence order (a lambda, so the image is not repeated
+    per change in the plan)."""
+    entries = [
+        F.struct(
+            F.lit(db).alias("db"),
+            F.lit(table).alias("table"),
+            position_literal(at).alias("at"),
+            F.array(*(F.lit(name) for name in _dropped(op))).cast("array<string>").alias("dropped"),
+            F.lit(_renamed_from(op)).cast("string").alias("old"),
+            F.lit(_renamed_to(op)).cast("string").alias("new"),
+        )
+        for (db, table), table_changes in changes.items()
+        for at, op in sorted(table_changes, key=lambda change: _sortable(change[0]))
+    ]
+    if not entries:
+        return data
+    position = change_position()
+    folded = F.array(*entries)
+
+    def read(image: Column) -> Column:
+        def step(current: Column, change: Column) -> Column:
+            applies = (change["db"] == F.col("db")) & (change["table"] == F.col("table")) & (position < change["at"])
+            kept = F.map_filter(
+                current,
+                lambda k, _: ~F.array_contains(change["dropped"], k) & (change["new"].isNull() | (k != change["new"])),
+            )
+            renamed = F.transform_keys(kept, lambda k, _: F.when(k == change["old"], change["new"]).otherwise(k))
+            later = F.when(change["old"].isNull(), kept).otherwise(renamed)
+            return F.when(applies & current.isNotNull(), later).otherwise(current)
+
+        return F.aggregate(folded, image, step)
+
+    return data.withColumns({image: read(F.col(image)) for image in IMAGES})
+
+
+def _dropped(op: S.Operation) -> tuple[str, ...]:
+    return op.names if isinstance(op, S.DropColumns) else ()
+
+
+def _renamed_from(op: S.Operation) -> str | None:
+    return None if isinstance(op, S.DropColumns) else op.old
+
+
+def _renamed_to(op: S.Operation) -> str | None:
+    if isinstance(op, S.DropColumns):
+        return None
+    return op.new if isinstance(op, S.RenameColumn) else op.name
+
+
+def change_position() -> Column:
+    """A change's place in its table's sequence (seq, seq2, file, line, index), comparable with
+    `position_literal` of a DDL message's position."""
+    return F.struct(
+        F.col("seq").cast(C.SEQ_TYPE),
+        F.col("seq2").cast(C.SEQ_TYPE),
+        "origin_file",
+        F.col("origin_line").cast("long"),
+        F.col("origin_index").cast("int"),
+    )
+
+
+def position_literal(position: Position) -> Column:
+    seq, seq2, origin_file, origin_line, origin_index = position
+    return F.struct(
+        F.lit(seq).cast(C.SEQ_TYPE),
+        F.lit(seq2).cast(C.SEQ_TYPE),
+        F.lit(origin_file),
+        F.lit(origin_line).cast("long"),
+        F.lit(origin_index).cast("int"),
+    )
+
+
+def _sortable(position: Position) -> tuple:
+    seq, seq2, origin_file, origin_line, origin_index = position
+    return (Decimal(seq), Decimal(seq2), origin_file or "", origin_line or 0, origin_index or 0)

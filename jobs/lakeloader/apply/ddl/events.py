@@ -1,0 +1,165 @@
+"""The DDL messages of one batch: collected (DDL is rare), parsed, placed in each table's sequence, and
+recorded in the schema history table (audit/<source>/schema_history, a Delta table)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from lakeloader.apply.ddl import statements as S
+from lakeloader.engine import base as E
+from lakeloader.engine.base import TableEngine
+from lakeloader.parse import canonical as C
+
+
+@dataclass
+class DdlEvent:
+    """One DDL message: where it sits in its table's sequence, what it says, and (later) what was done."""
+
+    db: str
+    table: str
+    seq: Decimal | None
+    seq2: Decimal
+    origin_file: str
+    origin_line: int
+    origin_index: int
+    raw_op: str
+    text: str | None
+    statement: S.Statement | S.Unsupported
+    status: str = ""
+    detail: str = ""
+    schema_version: int | None = None
+    unsupported: bool = False  # skipped under the source's ddl_policy (not merely older than the schema)
+
+    @property
+    def name(self) -> str:
+        return f"{self.db}.{self.table}"
+
+    @property
+    def position(self) -> tuple:
+        return (self.seq, self.seq2, self.origin_file, self.origin_line, self.origin_index)
+
+
+def ddl_events(bronze: DataFrame, dialect: str) -> list[DdlEvent]:
+    """The batch's DDL messages, parsed, each attributed to the table its statement names (else the
+    message's table), in sequence order."""
+    rows = (
+        bronze.where(F.col("kind") == C.DDL)
+        .select("db", "table", "seq", "seq2", "origin_file", "origin_line", "origin_index", "raw_op", "ddl")
+        .collect()
+    )
+    events = []
+    for r in rows:
+        parsed = _statement(r["ddl"], r["raw_op"], r["db"], r["table"], dialect)
+        # a statement on several tables (DROP TABLE a, b) is one event per table, in the statement's order
+        for statement in parsed.statements if isinstance(parsed, S.Statements) else (parsed,):
+            events.append(_event(r, statement))
+    return sorted(events, key=lambda e: (e.seq is None, e.position if e.seq is not None else ()))
+
+
+def _event(r, statement: S.Statement | S.Unsupported) -> DdlEvent:
+    """The event of one statement of a DDL message row, attributed to the table the statement names (else
+    the message's table)."""
+    db, table = r["db"], r["table"]
+    if isinstance(statement, S.Statement) and statement.table is not None:
+        db, table = statement.table.db or db, statement.table.table
+    if db is None or table is None:
+        if isinstance(statement, S.Statement) and all(isinstance(op, S.NoOp) for op in statement.operations):
+            db, table = db or "", table or ""  # a database-level no-op (CREATE DATABASE, GRANT, ...)
+        else:
+            statement = S.Unsupported("the statement names no table and the message has none")
+            db, table = db or "", table or ""
+    if r["seq"] is None and isinstance(statement, S.Statement):
+        statement = S.Unsupported("DDL message without an ordering key")
+    return DdlEvent(
+        db,
+        table,
+        r["seq"],
+        r["seq2"],
+        r["origin_file"],
+        r["origin_line"],
+        r["origin_index"],
+        r["raw_op"],
+        r["ddl"],
+        statement,
+    )
+
+
+def _statement(text: str | None, raw_op: str | None, db: str | None, table: str | None, dialect: str) -> S.Parsed:
+    if text and text.strip():
+        return S.parse_ddl(text, dialect)
+    if raw_op == C.TRUNCATE and table:
+        return S.Statement(S.TableName(db, table), (S.TruncateTable(),))
+    return S.Unsupported(f"{raw_op} message without DDL text")
+
+
+HISTORY_KEY = ["db", "table", E.SEQ, E.SEQ2, "origin_file", "origin_line", "origin_index"]
+HISTORY_SCHEMA = pa.schema(
+    [
+        ("db", pa.string()),
+        ("table", pa.string()),
+        (E.SEQ, pa.decimal128(38, 0)),
+        (E.SEQ2, pa.decimal128(38, 0)),
+        ("origin_file", pa.string()),
+        ("origin_line", pa.int64()),
+        ("origin_index", pa.int32()),
+        ("raw_op", pa.string()),
+        ("ddl", pa.string()),
+        ("operations", pa.string()),
+        ("status", pa.string()),
+        ("detail", pa.string()),
+        ("schema_version", pa.int64()),
+        ("batch_hour", pa.string()),
+        ("recorded_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+
+def record_history(
+    engine: TableEngine, uri: str, events: list[DdlEvent], batch_hour: str, at: datetime, commit_info: dict
+) -> None:
+    """Add the batch's DDL messages to the schema history; a rerun adds nothing (keyed by position)."""
+    if not events:
+        return
+    rows = [
+        {
+            "db": e.db,
+            "table": e.table,
+            E.SEQ: e.seq if e.seq is not None else Decimal(-1),
+            E.SEQ2: e.seq2,
+            "origin_file": e.origin_file,
+            "origin_line": e.origin_line,
+            "origin_index": e.origin_index,
+            "raw_op": e.raw_op,
+            "ddl": e.text,
+            "operations": _describe(e.statement),
+            "status": e.status,
+            "detail": e.detail,
+            "schema_version": e.schema_version,
+            "batch_hour": batch_hour,
+            "recorded_at": at,
+        }
+        for e in events
+    ]
+    table = pa.Table.from_pylist(rows, HISTORY_SCHEMA)
+    if not engine.exists(uri):
+        engine.create(uri, HISTORY_SCHEMA, {}, commit_info)
+    else:  # a rerun adds nothing, whatever the merge's file pruning sees (the history is a small table)
+        recorded = engine.read(uri).select(HISTORY_KEY).to_pylist()
+        seen = {tuple(r[k] for k in HISTORY_KEY) for r in recorded}
+        table = table.filter(pa.array([tuple(r[k] for k in HISTORY_KEY) not in seen for r in rows], pa.bool_()))
+        if table.num_rows == 0:
+            return
+    changes = table.append_column(E.ACTION, pa.array([E.UPSERT] * table.num_rows))
+    engine.merge(uri, changes, HISTORY_KEY, E.ORDERING_COLUMNS, commit_info)
+
+
+def _describe(statement: S.Statement | S.Unsupported) -> str:
+    if isinstance(statement, S.Unsupported):
+        return f"unsupported: {statement.reason}"
+    return "; ".join(repr(op) for op in statement.operations)

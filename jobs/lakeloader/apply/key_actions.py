@@ -1,0 +1,279 @@
+"""Order and deduplicate one batch of changes: the last action per (table, key), in Spark SQL.
+
+Each data change becomes key actions: an upsert of its after-image's key and/or a delete of its
+before-image's key (an update that moves a row to a new key does both). The first half of a two-message
+update (UPDATE_BEFORE) is a delete of rank 0, so its second half (same sequence, rank 1) overrides it.
+
+Per (table, key) the actions are ordered by the one total order of docs/semantics.md, (seq, seq2, position):
+`position` is a string that sorts as (rank, exporter's order), see `position`; the last action decides.
+A message delivered twice in the batch (same `message_identity`) counts once.
+
+Partial after-images (only the changed columns) are folded in order onto the
+image before them, so two partial updates of one key in a batch keep both changes; a partial image with
+no full image before it in the batch stays partial and is merged column by column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from lakeloader.apply.ddl.widening import widest
+from lakeloader.core.format_registry import FORMATS
+from lakeloader.engine import base as E
+from lakeloader.parse import canonical as C
+
+BEFORE_HALF_RANK, DEFAULT_RANK = 0, 1
+POSITION = "position"
+ORDER = ("seq", "seq2", POSITION)
+_INDEX_DIGITS, _NUMBER_DIGITS = 10, 20
+
+
+def position(rank: Column | int = DEFAULT_RANK, by_sequence: Column | None = None) -> Column:
+    """A change's place after its (seq, seq2), as a string that sorts in the total order (docs/semantics.md):
+    its rank (0: the before-half of a two-message update, so that its after-half outranks it wherever each
+    lands), then the exporter's order: the topic offset when known (`o<offset>.<index>`: a re-delivery of a
+    message sorts equal to it); where the sequence identifies the message (`by_sequence`, see
+    `message_identity`) only the row within the message (`s<index>`: a re-delivery in a later file or hour
+    sorts equal to it, so it never counts as newer); else (`f<hour>.<file>.<line>.<index>`) the landing hour,
+    export file, line and row within the message. The file name is written in hex followed by '.', which
+    sorts below every hex digit, so names compare exactly as strings do (a prefix first) whatever characters
+    they hold."""
+    rank = F.lit(rank) if isinstance(rank, int) else rank
+    index = F.lpad(F.col("origin_index").cast("string"), _INDEX_DIGITS, "0")
+    offset = F.col("origin_offset")
+    by_offset = F.concat(F.lit("o"), F.lpad(offset.cast("string"), _NUMBER_DIGITS, "0"), F.lit("."), index)
+    line = F.lpad(F.col("origin_line").cast("string"), _NUMBER_DIGITS, "0")
+    by_file = F.concat(
+        F.lit("f"), F.col("batch_hour"), F.lit("."), F.hex(F.col("origin_file")), F.lit("."), line, F.lit("."), index
+    )
+    by_sequence = F.lit(False) if by_sequence is None else by_sequence
+    exporter = F.when(offset.isNotNull(), by_offset).when(by_sequence, F.concat(F.lit("s"), index))
+    return F.concat(rank.cast("string"), exporter.otherwise(by_file))
+
+
+def message_identity(fmt: str) -> Column:
+    """What makes two rows one change delivered twice (never their content): the topic, partition and offset
+    when the export gives them; else, in a format whose sequence is unique per record (the registry's
+    `sequence_identifies`; full-load rows with a negative sequence excepted), the sequence and op; else the
+    export file and line. With the row's index within its message (Canal's `data` rows)."""
+    known = F.col("origin_offset").isNotNull()
+    by_sequence = identified_by_sequence(fmt)
+    by_file = ~known & ~by_sequence
+
+    def when(condition: Column, value: str) -> Column:
+        return F.when(condition, F.col(value))
+
+    return F.struct(
+        when(known, "origin_topic").alias("topic"),
+        when(known, "origin_partition").alias("partition"),
+        when(known, "origin_offset").alias("offset"),
+        when(by_sequence, "seq").alias("seq"),
+        when(by_sequence, "seq2").alias("seq2"),
+        when(by_sequence, "op").alias("op"),
+        when(by_file, "origin_file").alias("file"),
+        when(by_file, "origin_line").alias("line"),
+        F.col("origin_index").alias("index"),
+    )
+
+
+def identified_by_sequence(fmt: str) -> Column:
+    """Whether a row's sequence identifies its message: no offset known, a format whose sequence is unique per
+    record (the registry's `sequence_identifies`), and not a full-load row (negative sequence)."""
+    if not FORMATS[fmt].sequence_identifies:
+        return F.lit(False)
+    return F.col("origin_offset").isNull() & F.coalesce(F.col("seq") >= 0, F.lit(False))
+
+
+def with_order(data: DataFrame, fmt: str) -> DataFrame:
+    """Changes with their `identity` (message_identity) and, for data changes, their `position`."""
+    rank = F.when(F.col("op") == C.UPDATE_BEFORE, F.lit(BEFORE_HALF_RANK)).otherwise(F.lit(DEFAULT_RANK))
+    return data.withColumns({"identity": message_identity(fmt), POSITION: position(rank, identified_by_sequence(fmt))})
+
+
+def change_counts(data: DataFrame) -> dict[tuple[str, str], tuple[int, int]]:
+    """Per table: (changes, duplicates), a duplicate being a further copy of a message in the batch."""
+    copies = data.groupBy("db", "table", "identity").count()
+    totals = copies.groupBy("db", "table").agg(F.sum("count").alias("n"), F.sum(F.col("count") - 1).alias("d"))
+    return {(r["db"], r["table"]): (r["n"], r["d"]) for r in totals.collect()}
+
+
+@dataclass(frozen=True)
+class TableShape:
+    """What the batch says about one table: its columns in order with Spark types, and its key."""
+
+    db: str
+    table: str
+    columns: list[tuple[str, str]]
+    key: list[str]
+    segment: int = 0  # the part of the table's batch between two of its DDL statements
+
+    @property
+    def name(self) -> str:
+        return f"{self.db}.{self.table}"
+
+
+def table_shapes(data: DataFrame, key_overrides: dict[str, list[str]]) -> list[TableShape]:
+    """Columns (the widest of their declared types, `_widest_types`; first-declared position) and key of every
+    table and segment in the batch (`data` has a `segment` column; see lakeloader.apply.step).
+
+    Key precedence: `key_overrides` (configured or recorded keys), then the table's latest declared
+    primary key; none at all is an empty key (a multiset table, `lakeloader.apply.multiset`).
+    """
+    order = F.struct("seq", "seq2")
+    group = ["db", "table", "segment"]
+    columns = (
+        data.select(*group, order.alias("order"), F.posexplode("columns").alias("pos", "column"))
+        .groupBy(*group, F.col("column.name").alias("name"), F.col("column.type").alias("type"))
+        .agg(F.min("order").alias("first"), F.min("pos").alias("pos"))
+        .collect()
+    )
+    columns = _widest_types(columns)
+    keys = {
+        (r["db"], r["table"]): r["key"]
+        for r in data.groupBy("db", "table")
+        .agg(F.max_by("primary_key", F.when(F.col("primary_key").isNotNull(), order)).alias("key"))
+        .collect()
+    }
+    by_segment: dict[tuple[str, str, int], list] = {}
+    for row in columns:
+        by_segment.setdefault((row["db"], row["table"], row["segment"]), []).append(row)
+    shapes = []
+    for (db, table, segment), rows in sorted(by_segment.items()):
+        ordered = [(r["name"], r["type"]) for r in sorted(rows, key=lambda r: (r["pos"], r["name"]))]
+        key = key_overrides.get(f"{db}.{table}") or keys.get((db, table)) or []
+        shapes.append(TableShape(db, table, ordered, list(key), segment))
+    return shapes
+
+
+def _widest_types(rows: list) -> list[dict]:
+    """One row per (db, table, segment, name) from its rows per declared type: the types joined in the order
+    they were first declared (`lakeloader.apply.ddl.widening.widest`), so every value of the batch fits; a type with
+    no exact join with those before it is left out, and its values that do not fit are rejected
+    (`lakeloader.apply.silver`)."""
+    by_column: dict[tuple, list] = {}
+    for row in sorted(rows, key=lambda r: [(v is None, v or 0) for v in r["first"]]):
+        by_column.setdefault((row["db"], row["table"], row["segment"], row["name"]), []).append(row)
+    joined = []
+    for (db, table, segment, name), declared in by_column.items():
+        spark_type = declared[0]["type"]
+        for row in declared[1:]:
+            if spark_type is None or row["type"] is None:
+                spark_type = spark_type or row["type"]
+            else:
+                spark_type = widest(spark_type, row["type"]) or spark_type
+        position = min(r["pos"] for r in declared)
+        joined.append({"db": db, "table": table, "segment": segment, "name": name, "type": spark_type, "pos": position})
+    return joined
+
+
+def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
+    """One row per (db, table, segment, key): the deciding action, its (folded) image, whether partial.
+
+    `data` carries `position` (`with_order`). Columns: db, table, segment, key, op, seq, seq2, rank, event_time,
+    origin_file, origin_line, origin_index, position, _cdc_action, image, partial.
+    """
+    keys = {(s.db, s.table): s.key for s in shapes}  # one key per table, whatever its segments
+    key_columns = F.create_map(
+        *[
+            item
+            for (db, table), key in keys.items()
+            for item in (F.struct(F.lit(db).alias("db"), F.lit(table).alias("table")), F.array(*map(F.lit, key)))
+        ]
+    )[F.struct("db", "table")]
+
+    def key_of(image: Column) -> Column:
+        return F.transform(key_columns, lambda k: F.element_at(image, k))
+
+    def action(kind: str, image: str, rank: int, partial: Column) -> Column:
+        return F.struct(
+            F.lit(kind).alias("action"),
+            F.col(image).alias("image"),
+            F.lit(rank).alias("rank"),
+            partial.alias("partial"),
+        )
+
+    full, partial = F.lit(False), F.col("after_partial")
+    upsert, delete = action(E.UPSERT, "after", DEFAULT_RANK, partial), action(E.DELETE, "before", DEFAULT_RANK, full)
+    op = F.col("op")
+    expanded = (
+        F.when(op == C.INSERT, F.array(action(E.UPSERT, "after", DEFAULT_RANK, full)))
+        .when(op == C.UPDATE_AFTER, F.array(upsert))
+        .when((op == C.UPDATE) & (key_of(F.col("before")) == key_of(F.col("after"))), F.array(upsert))
+        .when(op == C.UPDATE, F.array(delete, upsert))
+        .when(op == C.UPDATE_BEFORE, F.array(action(E.DELETE, "before", BEFORE_HALF_RANK, full)))
+        .when(op == C.DELETE, F.array(delete))
+    )
+    actions = (
+        data.select("*", F.explode(expanded).alias("a"))
+        .select(
+            "db",
+            "table",
+            "segment",
+            "op",
+            "seq",
+            "seq2",
+            "event_time",
+            "origin_file",
+            "origin_line",
+            "origin_index",
+            POSITION,
+            "batch_hour",
+            F.col("a.action").alias(E.ACTION),
+            F.col("a.image").alias("image"),
+            F.col("a.rank").alias("rank"),
+            F.col("a.partial").alias("partial"),
+        )
+        .withColumn("key", key_of(F.col("image")))
+    )
+    per_key = Window.partitionBy("db", "table", "segment", "key")
+    # copies of one message tie in ORDER: the first delivered is the one kept, whatever order Spark reads them in
+    in_order = per_key.orderBy(*ORDER, *[F.desc(c) for c in ("batch_hour", "origin_file", "origin_line")])
+    history = F.collect_list(F.struct(E.ACTION, "image", "partial")).over(
+        in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    )
+    last = actions.withColumn("n", F.row_number().over(in_order)).withColumn("count", F.count("*").over(per_key))
+    last = last.withColumn("history", history).where("n = count").drop("n", "count")
+    folded = F.aggregate(
+        "history", F.struct(F.lit(None).cast(C.IMAGE_TYPE).alias("image"), F.lit(True).alias("partial")), _fold_step
+    )
+    return last.withColumn("folded", folded).select(
+        "db",
+        "table",
+        "segment",
+        "key",
+        "op",
+        "seq",
+        "seq2",
+        "rank",
+        "event_time",
+        "origin_file",
+        "origin_line",
+        "origin_index",
+        POSITION,
+        E.ACTION,
+        F.when(F.col(E.ACTION) == E.DELETE, F.col("image")).otherwise(F.col("folded.image")).alias("image"),
+        F.when(F.col(E.ACTION) == E.DELETE, F.lit(False)).otherwise(F.col("folded.partial")).alias("partial"),
+    )
+
+
+def _fold_step(state: Column, step: Column) -> Column:
+    """One action onto the running image: a delete clears it, a full image replaces it, a partial image
+    overlays its columns (the state stays partial until a full image is seen)."""
+    overlaid = F.map_concat(
+        F.map_filter(
+            F.coalesce(state["image"], F.create_map().cast(C.IMAGE_TYPE)),
+            lambda k, _: ~F.map_contains_key(step["image"], k),
+        ),
+        step["image"],
+    )
+    return (
+        F.when(
+            step[E.ACTION] == E.DELETE,
+            F.struct(F.lit(None).cast(C.IMAGE_TYPE).alias("image"), F.lit(True).alias("partial")),
+        )
+        .when(~step["partial"], F.struct(step["image"].alias("image"), F.lit(False).alias("partial")))
+        .otherwise(F.struct(overlaid.alias("image"), state["partial"].alias("partial")))
+    )

@@ -1,0 +1,245 @@
+"""Perform parsed DDL operations on a silver table through the table engine, and say what was done.
+
+Every operation is idempotent against the table's current schema (adding a column that exists, dropping
+one that does not, ... is a no-op), and a DDL message not newer than the last one applied to the table
+(recorded as `lakeloader.schemaSeq`) is skipped, so reruns and out-of-order hours leave the schema as
+the source had it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+
+import pyarrow as pa
+
+from lakeloader.apply import multiset
+from lakeloader.apply.ddl import statements as S
+from lakeloader.apply.ddl.moves import TableMove, record_move
+from lakeloader.apply.ddl.types import arrow_type, spark_type_of_arrow
+from lakeloader.apply.ddl.widening import is_widening
+from lakeloader.apply.silver import KEY_PROPERTY, SilverTable, truncate, widen_columns
+from lakeloader.core import zones
+from lakeloader.core.storage import Store
+from lakeloader.engine import base as E
+from lakeloader.engine.base import TableEngine
+
+SCHEMA_SEQ_PROPERTY = "lakeloader.schemaSeq"
+APPLIED, NO_OP, SKIPPED, FAILED = "applied", "no-op", "skipped", "failed"
+OrderKey = tuple[Decimal, Decimal]
+
+
+class UnsupportedOperation(Exception):
+    """An operation the engine cannot perform faithfully; the caller applies the source's DDL policy."""
+
+
+class DdlPolicyError(RuntimeError):
+    """An unsupported DDL statement under the `fail` policy: the run stops here, nothing after it applies."""
+
+
+@dataclass
+class TableLocation:
+    """Where a source table's silver table and tombstones live; a RENAME TABLE moves them."""
+
+    source: str
+    db: str
+    table: str
+
+    def silver_key(self) -> str:
+        return zones.silver_table_dir(self.source, self.db, self.table)
+
+    def tombstones_key(self) -> str:
+        return zones.tombstones_dir(self.source, self.db, self.table)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str
+    detail: str
+
+
+def schema_mark(engine: TableEngine, uri: str) -> OrderKey | None:
+    recorded = engine.properties(uri).get(SCHEMA_SEQ_PROPERTY) if engine.exists(uri) else None
+    return (Decimal(json.loads(recorded)[0]), Decimal(json.loads(recorded)[1])) if recorded else None
+
+
+def perform(
+    engine: TableEngine,
+    lake: Store,
+    location: TableLocation,
+    statement: S.Statement,
+    order: OrderKey,
+    commit_info: dict[str, str],
+) -> Outcome:
+    """Apply one parsed statement to the table at `location` (which a rename updates)."""
+    uri = lake.child(location.silver_key())
+    mark = schema_mark(engine, uri)
+    if mark is not None and order <= mark:
+        return Outcome(SKIPPED, "not newer than the last DDL applied to this table")
+    _check(engine, uri, statement.operations)  # every operation can be performed, or none is
+    outcomes = [_perform(engine, lake, location, op, order, commit_info) for op in statement.operations]
+    uri = lake.child(location.silver_key())
+    if any(o.status == APPLIED for o in outcomes) and engine.exists(uri):
+        engine.set_properties(uri, {SCHEMA_SEQ_PROPERTY: json.dumps([str(v) for v in order])}, commit_info)
+    status = APPLIED if any(o.status == APPLIED for o in outcomes) else NO_OP
+    return Outcome(status, "; ".join(o.detail for o in outcomes))
+
+
+def _check(engine: TableEngine, uri: str, operations: tuple[S.Operation, ...]) -> None:
+    """Raise UnsupportedOperation, naming the operation, if one of the statement's column operations cannot be
+    performed on the table's schema as the operations before it leave it; so a multi-clause ALTER TABLE is
+    performed entirely or goes to the DDL policy entirely."""
+    if not engine.exists(uri):
+        return
+    columns = {f.name: spark_type_of_arrow(f.type) for f in engine.schema(uri)}
+    key = json.loads(engine.properties(uri).get(KEY_PROPERTY, "[]"))
+
+    def rename(old: str, new: str) -> None:
+        if old in columns and new in columns and old != new:
+            raise UnsupportedOperation(f"renaming {old} to {new}, which exists")
+        if old in columns:
+            columns[new] = columns.pop(old)
+            key[:] = [new if k == old else k for k in key]
+
+    for op in operations:
+        if isinstance(op, S.AddColumns):
+            columns.update({c.name: c.spark_type for c in op.columns if c.name not in columns})
+        elif isinstance(op, S.DropColumns):
+            if set(op.names) & set(key) & set(columns):
+                raise UnsupportedOperation(f"dropping primary-key column(s) {sorted(set(op.names) & set(key))}")
+            for name in op.names:
+                columns.pop(name, None)
+        elif isinstance(op, S.RenameColumn):
+            rename(op.old, op.new)
+        elif isinstance(op, S.ChangeColumnType):
+            if op.old:
+                rename(op.old, op.name)
+            old_type = columns.get(op.name)
+            if old_type is not None and old_type != op.spark_type and not is_widening(old_type, op.spark_type):
+                raise UnsupportedOperation(
+                    f"type change of {op.name} from {old_type} to {op.spark_type} is not a widening"
+                )
+            if old_type is not None:
+                columns[op.name] = op.spark_type
+
+
+def _perform(
+    engine: TableEngine, lake: Store, location: TableLocation, op: S.Operation, order: OrderKey, info: dict
+) -> Outcome:
+    uri = lake.child(location.silver_key())
+    exists = engine.exists(uri)
+    if isinstance(op, S.NoOp):
+        return Outcome(NO_OP, f"recorded only: {op.what}")
+    if isinstance(op, S.CreateTable):
+        if exists:
+            return Outcome(NO_OP, "table exists")
+        fields = [pa.field(c.name, arrow_type(c.spark_type)) for c in op.columns]
+        key = list(op.primary_key) or multiset.KEY  # no primary key: a multiset of rows
+        if not op.primary_key:
+            fields += [pa.field(name, arrow_type(spark_type)) for name, spark_type in multiset.COLUMNS]
+        engine.create(uri, pa.schema([*fields, *E.METADATA_FIELDS]), {KEY_PROPERTY: json.dumps(key)}, info)
+        return Outcome(APPLIED, f"created with {len(fields)} columns, key {key}")
+    if isinstance(op, S.CreateTableLike):
+        if exists:
+            return Outcome(NO_OP, "table exists")
+        like = TableLocation(location.source, op.like.db or location.db, op.like.table)
+        like_uri = lake.child(like.silver_key())
+        if not engine.exists(like_uri):
+            return Outcome(NO_OP, f"{like.db}.{like.table} not loaded: the table is created by its first changes")
+        key = engine.properties(like_uri).get(KEY_PROPERTY, "[]")
+        engine.create(uri, engine.schema(like_uri), {KEY_PROPERTY: key}, info)
+        return Outcome(APPLIED, f"created with the columns and key of {like.db}.{like.table}")
+    if isinstance(op, S.TruncateTable):
+        if not exists:
+            return Outcome(NO_OP, "table not loaded yet")
+        key = json.loads(engine.properties(uri).get(KEY_PROPERTY, "[]"))
+        deleted = truncate(engine, SilverTable(uri, lake.child(location.tombstones_key()), key, info), order)
+        return Outcome(APPLIED, f"deleted {deleted} rows older than this statement; older changes are ignored")
+    if not exists:
+        return Outcome(NO_OP, "table not loaded yet")
+    if isinstance(op, S.RenameTable):
+        return _rename_table(lake, location, op, order)
+    if isinstance(op, S.DropTable):
+        archive = zones.archive_dir(location.source, location.db, location.table, order)
+        lake.move_tree(location.silver_key(), archive)
+        _move_if_present(lake, location.tombstones_key(), f"{archive}-tombstones")
+        record_move(lake, location.source, TableMove((location.db, location.table), None, order))
+        return Outcome(APPLIED, f"archived to {archive}")
+    schema = engine.schema(uri)
+    key = json.loads(engine.properties(uri).get(KEY_PROPERTY, "[]"))
+    if isinstance(op, S.AddColumns):
+        new = [pa.field(c.name, arrow_type(c.spark_type)) for c in op.columns if c.name not in schema.names]
+        if not new:
+            return Outcome(NO_OP, "columns exist")
+        engine.add_columns(uri, new, info)
+        return Outcome(APPLIED, "added " + ", ".join(f.name for f in new))
+    if isinstance(op, S.DropColumns):
+        gone = [n for n in op.names if n in schema.names]
+        if set(gone) & set(key):
+            raise UnsupportedOperation(f"dropping primary-key column(s) {sorted(set(gone) & set(key))}")
+        if not gone:
+            return Outcome(NO_OP, "columns absent")
+        engine.rewrite(uri, pa.schema([f for f in schema if f.name not in gone]), lambda t: t.drop_columns(gone), info)
+        return Outcome(APPLIED, "dropped " + ", ".join(gone))
+    if isinstance(op, S.RenameColumn):
+        return _rename_column(engine, lake, location, op.old, op.new, key, info)
+    if isinstance(op, S.ChangeColumnType):
+        details = []
+        name = op.name
+        if op.old and op.old != op.name:
+            details.append(_rename_column(engine, lake, location, op.old, op.name, key, info).detail)
+            schema = engine.schema(uri)
+        if name not in schema.names:
+            return Outcome(NO_OP, "; ".join([*details, f"column {name} absent"]))
+        old_type = spark_type_of_arrow(schema.field(name).type)
+        if old_type == op.spark_type:
+            return Outcome(APPLIED if details else NO_OP, "; ".join([*details, f"{name} already {old_type}"]))
+        if not is_widening(old_type, op.spark_type):
+            raise UnsupportedOperation(f"type change of {name} from {old_type} to {op.spark_type} is not a widening")
+        widen_columns(engine, SilverTable(uri, lake.child(location.tombstones_key()), key, info), {name: op.spark_type})
+        return Outcome(APPLIED, "; ".join([*details, f"widened {name} from {old_type} to {op.spark_type}"]))
+    raise UnsupportedOperation(f"no handler for {type(op).__name__}")
+
+
+def _rename_column(
+    engine: TableEngine, lake: Store, location: TableLocation, old: str, new: str, key: list[str], info: dict
+) -> Outcome:
+    uri = lake.child(location.silver_key())
+    schema = engine.schema(uri)
+    if old not in schema.names:
+        return Outcome(NO_OP, f"column {old} absent")
+    if new in schema.names:
+        raise UnsupportedOperation(f"renaming {old} to {new}, which exists")
+    renamed = pa.schema([f.with_name(new) if f.name == old else f for f in schema])
+    engine.rewrite(uri, renamed, lambda t: t.rename_columns([new if n == old else n for n in t.column_names]), info)
+    if old in key:
+        new_key = [new if k == old else k for k in key]
+        engine.set_properties(uri, {KEY_PROPERTY: json.dumps(new_key)}, info)
+        tombstones = lake.child(location.tombstones_key())
+        if engine.exists(tombstones):
+            tomb_schema = engine.schema(tombstones)
+            engine.rewrite(
+                tombstones,
+                pa.schema([f.with_name(new) if f.name == old else f for f in tomb_schema]),
+                lambda t: t.rename_columns([new if n == old else n for n in t.column_names]),
+                info,
+            )
+    return Outcome(APPLIED, f"renamed column {old} to {new}")
+
+
+def _rename_table(lake: Store, location: TableLocation, op: S.RenameTable, order: OrderKey) -> Outcome:
+    target = TableLocation(location.source, op.new.db or location.db, op.new.table)
+    if lake.stat(f"{target.silver_key()}/_delta_log/00000000000000000000.json") is not None:
+        raise UnsupportedOperation(f"renaming to {target.db}.{target.table}, which already has a silver table")
+    lake.move_tree(location.silver_key(), target.silver_key())
+    _move_if_present(lake, location.tombstones_key(), target.tombstones_key())
+    record_move(lake, location.source, TableMove((location.db, location.table), (target.db, target.table), order))
+    old = f"{location.db}.{location.table}"
+    location.db, location.table = target.db, target.table
+    return Outcome(APPLIED, f"moved silver table {old} to {target.db}.{target.table}")
+
+
+def _move_if_present(lake: Store, prefix: str, new_prefix: str) -> None:
+    if next(iter(lake.list(prefix + "/")), None) is not None:
+        lake.move_tree(prefix, new_prefix)

@@ -1,0 +1,742 @@
+"""Apply step: one hour of the canonical change log -> one Delta table per source table (silver).
+
+1. Order and deduplicate the hour's changes into one action per (table, key) (`lakeloader.apply.key_actions`).
+2. Per table, type the images' canonical text into the table's columns and add the `_cdc_*` metadata.
+3. Write each table's change set with `lakeloader.apply.silver`: truncation, tombstones, then a merge in which
+   an action applies only when its ordering key is newer than the row's, so replays and out-of-order
+   hours leave tables as they are.
+DDL takes effect at its place in the sequence: a table's changes are split into segments at its DDL
+messages, and segment i is merged before DDL i is performed (`lakeloader.apply.ddl`). Changes to a table
+renamed in this batch are grouped with its old name, so they continue the same silver table.
+
+Per-table isolation: a table whose changes cannot be applied, whatever the cause (a broken table, a name or a
+column the engine refuses), is held back: its changes stay in bronze, the hour's other tables commit, the apply
+report lists it under `held_back` (the verify task alerts) and `state/<source>/held_back.json` remembers its
+hours, so the next run of any hour (or a replay) retries it with those hours' changes as one batch.
+
+Collected to the driver: table shapes (column names and types), the batch's DDL messages and, one table
+segment at a time, its deduplicated change set as Arrow (what delta-rs merges).
+See docs/semantics.md and docs/ddl.md for the rules.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import asdict, replace
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from functools import partial
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakeloader.apply import multiset
+from lakeloader.apply import schema_changes as D
+from lakeloader.apply.ddl import statements as S
+from lakeloader.apply.ddl.columns import (
+    ColumnChange,
+    applied_changes,
+    change_position,
+    position_literal,
+    read_as_later,
+    renames_or_drops,
+)
+from lakeloader.apply.ddl.events import DdlEvent, ddl_events, record_history
+from lakeloader.apply.ddl.moves import Order, TableMove, read_moves, resolve, with_moves
+from lakeloader.apply.ddl.types import spark_type_of_arrow
+from lakeloader.apply.ddl.widening import widest
+from lakeloader.apply.key_actions import POSITION, TableShape, change_counts, key_actions, table_shapes, with_order
+from lakeloader.apply.multiset import multiset_actions
+from lakeloader.apply.silver import (
+    SchemaChange,
+    SilverTable,
+    apply_change_set,
+    quarantine_rejections,
+    recorded_key,
+    truncation_mark,
+)
+from lakeloader.apply.table_identity import TableId, per_table, table_id, table_id_literal
+from lakeloader.core import zones
+from lakeloader.core.config import SourceConfig
+from lakeloader.core.lake_index import record_names
+from lakeloader.core.lock import writes_source
+from lakeloader.core.storage import Store, open_store
+from lakeloader.engine import base as E
+from lakeloader.engine import engine_for
+from lakeloader.engine.base import TableEngine
+from lakeloader.parse import canonical as C
+from lakeloader.spark import read_parquet_dir
+
+
+def read_bronze(spark: SparkSession, lake: Store, source: str, hour: datetime) -> DataFrame:
+    """The hour's bronze change log (empty for an hour nothing landed in, whose parse was skipped)."""
+    return read_parquet_dir(spark, lake, zones.bronze_changes_dir(source, hour), C.CHANGE_SCHEMA)
+
+
+def read_change_log(spark: SparkSession, lake: Store, source: str) -> DataFrame:
+    """Every bronze hour of the source (empty when there is none yet)."""
+    # partition discovery adds dt/hour: keep the canonical columns only
+    changes = read_parquet_dir(spark, lake, zones.bronze_changes_root(source), C.CHANGE_SCHEMA)
+    return changes.select(*C.CHANGE_SCHEMA.names)
+
+
+def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime) -> DataFrame:
+    """One table segment's actions with its columns typed from canonical text, the _cdc_* metadata, and
+    the staging columns the writer needs (action, rank, partial, present columns)."""
+
+    def typed(name: str, spark_type: str) -> Column:
+        text = F.element_at("image", F.lit(name))
+        return F.unbase64(text) if spark_type == "binary" else text.try_cast(spark_type)
+
+    def unfit(name: str, spark_type: str) -> Column:
+        """The column's name when its text is not a value of the segment's type (declared by an earlier
+        message of the batch, `ordering.table_shapes`), so the change is rejected rather than loaded as NULL."""
+        return F.when(F.element_at("image", F.lit(name)).isNotNull() & typed(name, spark_type).isNull(), F.lit(name))
+
+    selected = (F.col("db") == shape.db) & (F.col("table") == shape.table) & (F.col("segment") == shape.segment)
+    unfit_columns = F.filter(F.array(*[unfit(n, t) for n, t in shape.columns], F.lit(None)), lambda c: c.isNotNull())
+    return actions.where(selected).select(
+        *[typed(name, spark_type).alias(name) for name, spark_type in shape.columns],
+        F.col("seq").alias(E.SEQ),
+        F.col("seq2").alias(E.SEQ2),
+        F.col("op").alias(E.OP),
+        F.col("event_time").alias(E.EVENT_TIME),
+        F.col("origin_file").alias(E.SOURCE_FILE),
+        F.col("origin_line").alias(E.SOURCE_LINE),
+        F.col(POSITION).alias(E.POSITION),
+        F.lit(loaded_at).cast("timestamp").alias(E.LOADED_AT),
+        E.ACTION,
+        F.col("rank").cast("int").alias(E.RANK),
+        F.col("partial").alias(E.PARTIAL),
+        F.when(F.col("partial"), F.map_keys("image")).alias(E.PRESENT),
+        unfit_columns.cast("array<string>").alias(E.UNFIT),
+    )
+
+
+@writes_source("apply")
+def run_apply(
+    spark: SparkSession,
+    source: SourceConfig,
+    hour: datetime,
+    lake: Store | None = None,
+    engine: TableEngine | None = None,
+) -> dict:
+    """Merge the hour's bronze changes and DDL into silver; returns (and records) per-table counts."""
+    lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
+    engine = engine or engine_for(source)
+    hour_text = zones.format_hour(hour)
+    held = read_held_back(lake, source.name)
+    bronze = with_held_back(spark, lake, source.name, hour, read_bronze(spark, lake, source.name, hour), held)
+    log = partial(read_change_log, spark, lake, source.name)  # read only when the hour touches a keyless table
+    commit_info = {"lakeloader.hour": hour_text}
+    due = recluster_due(source, hour)
+    applied = apply_changes(source, bronze, log, lake, engine, hour_text, commit_info, recluster=due)
+    write_held_back(lake, source.name, hour_text, held, applied["held_back"])
+    report = {"source": source.name, "hour": hour_text, **applied}
+    lake.write_bytes(zones.run_report_key(source.name, hour, "apply"), json.dumps(report, indent=1).encode())
+    return report
+
+
+def apply_changes(
+    source: SourceConfig,
+    bronze: DataFrame,
+    log: Callable[[], DataFrame],
+    lake: Store,
+    engine: TableEngine,
+    batch: str,
+    commit_info: dict[str, str],
+    recluster: bool = False,
+) -> dict:
+    """Merge a batch of bronze changes and DDL (one hour, or the whole log) into the silver tables under `lake`.
+
+    `log` gives the whole change log (read when the batch touches a keyless table, `lakeloader.apply.multiset`);
+    `batch` names the batch in the schema history; `recluster`: afterwards, lay out the keyed tables the batch
+    touched (`TableEngine.recluster`): a one-column key's table when its files overlap in key ranges or do not
+    yet aim at `silver_file_size_mb`, a composite key's table always (merging only its small files). Returns
+    per-table counts and DDL outcomes."""
+    loaded_at = datetime.now(UTC).replace(microsecond=0)
+    commit_info = {"lakeloader.source": source.name, "lakeloader.step": "apply", **commit_info}
+    events = [e for e in ddl_events(bronze, source.source_dialect) if source.includes(e.db, e.table)]
+    if source.lower_case_table_names:  # the table a statement names, as the data names it (parse folds those)
+        for event in events:
+            event.db, event.table = event.db.lower(), event.table.lower()
+    moves = read_moves(lake, source.name)  # renames and drops already performed (by earlier or later hours)
+    fresh = [e for e in events if resolve((e.db, e.table), e.position[:2], moves) == (e.db, e.table)]
+    identities = renamed_identities(fresh)
+    events_by_table = _events_by_table(events, identities, moves)
+    data = bronze.where(F.col("kind") == C.DATA)
+    data = with_segments(with_identities(with_moves(data, moves), identities), events_by_table)
+    data = with_order(data, source.format)
+    configured = {source.table_name(name): list(key) for name, key in source.primary_keys.items()}
+    held_back: dict[str, dict] = {}
+    shapes = []
+    for shape in table_shapes(data, configured):
+        try:
+            shapes.append(_keyed(engine, lake, source.name, shape, configured))
+        except Exception as error:
+            held_back[_held_name(shape.db, shape.table)] = _held(shape.db, shape.table, error)
+    held_ids = {(h["db"], h["table"]) for h in held_back.values()}
+    shapes = [s for s in shapes if (s.db, s.table) not in held_ids]
+    keyed = [s for s in shapes if s.key]
+    # keyless tables: counted once for the batch, or segment by segment around the batch's DDL (`_Multisets`)
+    counted_once = _multiset_shapes([s for s in shapes if not s.key and (s.db, s.table) not in events_by_table])
+    around_ddl = [_multiset_segment(s) for s in shapes if not s.key and (s.db, s.table) in events_by_table]
+    keyless = counted_once + around_ddl
+    shapes = keyed + keyless
+    counts_per_table = change_counts(data)
+    multisets = _Multisets(engine, lake, source, data, log, moves, identities)
+    actions = None
+    if keyed:
+        actions = key_actions(data.where(~_among(keyless)), keyed)
+    if counted_once:
+        since, truncated = _truncations(engine, lake, source.name, counted_once, events_by_table)
+        segments = {(s.db, s.table): s.segment for s in counted_once}
+        renamed = multisets.column_changes()
+        batch_rows = read_as_later(data.where(_among(counted_once)), renamed)
+        history = read_as_later(multisets.history(), renamed)
+        counted = multiset_actions(batch_rows, history, segments, since, truncated)
+        actions = counted if actions is None else actions.unionByName(counted)
+    if actions is not None:
+        actions = actions.persist(StorageLevel.MEMORY_AND_DISK)
+    writer = _Batch(engine, lake, source, commit_info, loaded_at, actions, recluster, multisets)
+    tables: dict[str, dict] = {}
+    try:
+        for db, table in sorted({(s.db, s.table) for s in shapes} | set(events_by_table) - held_ids):
+            segments = {s.segment: s for s in shapes if (s.db, s.table) == (db, table)}
+            try:
+                counts = writer.apply_table(db, table, segments, events_by_table.get((db, table), []))
+            except D.DdlPolicyError:
+                raise  # the source asked to stop at unsupported DDL
+            except Exception as error:
+                held_back[_held_name(db, table)] = _held(db, table, error)
+                continue
+            changes, duplicates = counts_per_table.get((db, table), (0, 0))
+            tables[f"{db}.{table}"] = {"changes": changes, "duplicates": duplicates, **counts}
+    finally:
+        if actions is not None:
+            actions.unpersist()
+        history_uri = lake.child(zones.schema_history_dir(source.name))
+        recorded = [e for e in events if e.status] + writer.widenings
+        record_history(engine, history_uri, recorded, batch, loaded_at, commit_info)
+        quarantine_rejections(
+            engine,
+            lake.child(zones.apply_quarantine_dir(source.name)),
+            source.name,
+            writer.rejected,
+            batch,
+            loaded_at,
+            commit_info,
+        )
+    for name, entry in held_back.items():
+        entry["changes"] = counts_per_table.get((entry["db"], entry["table"]), (0, 0))[0]
+        logging.getLogger(__name__).error(
+            "held back table %s: its changes stay in bronze until a later run applies them: %s", name, entry["error"]
+        )
+    return {
+        "tables": tables,
+        "held_back": held_back,
+        "ddl": {status: sum(e.status == status for e in events) for status in sorted({e.status for e in events})},
+        "ddl_unsupported": [_unsupported(e) for e in events if e.unsupported],
+        "schema_changes": [_schema_change(e) for e in writer.widenings],
+        "rejected_changes": len(writer.rejected),
+        "rejection_reasons": _counted(r["reason"] for r in writer.rejected),
+    }
+
+
+def _schema_change(event: DdlEvent) -> dict:
+    """A column widened because the data needed it, as the apply report lists it (and alerts quote it)."""
+    return {
+        "table": event.name,
+        "seq": str(event.seq),
+        "origin": f"{event.origin_file}:{event.origin_line}",
+        "change": event.detail,
+    }
+
+
+def widening_event(location: D.TableLocation, changes: tuple[SchemaChange, ...], version: int) -> DdlEvent:
+    """The columns one segment widened for its data, as one schema-history row (op `WIDEN`, no DDL text) at the
+    earliest of the changes that first carried a value in them."""
+    first = min(changes, key=lambda c: (c.seq, c.seq2))
+    operations = tuple(S.ChangeColumnType(c.column, c.new) for c in changes)
+    detail = "; ".join(f"widened {c.column} from {c.old} to {c.new}" for c in changes)
+    return DdlEvent(
+        location.db,
+        location.table,
+        first.seq,
+        first.seq2,
+        first.origin_file,
+        first.origin_line,
+        0,
+        "WIDEN",
+        None,
+        S.Statement(S.TableName(location.db, location.table), operations),
+        status=D.APPLIED,
+        detail=f"{detail}: the data needs it (no DDL)",
+        schema_version=version,
+    )
+
+
+def _counted(reasons) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason] = counts.get(reason, 0) + 1
+    return counts
+
+
+def _held_name(db: str, table: str) -> str:
+    return f"{db}.{table}"
+
+
+def _held(db: str, table: str, error: BaseException) -> dict:
+    """A held-back table as the apply report lists it: its names and the cause (first line, bounded)."""
+    cause = f"{type(error).__name__}: {error}".strip().splitlines()[0][:500]
+    return {"db": db, "table": table, "error": cause}
+
+
+HELD_BACK_KEY = "state/{source}/held_back.json"
+
+
+def read_held_back(lake: Store, source: str) -> list[dict]:
+    """Tables held back by earlier runs: [{db, table, hours, error}] (`state/<source>/held_back.json`)."""
+    key = HELD_BACK_KEY.format(source=source)
+    return json.loads(lake.read_bytes(key)) if lake.stat(key) is not None else []
+
+
+def with_held_back(
+    spark: SparkSession, lake: Store, source: str, hour: datetime, bronze: DataFrame, held: list[dict]
+) -> DataFrame:
+    """The hour's bronze plus, for each held-back table, its changes of the earlier hours it is held for (one
+    batch: the merge rules make the order of hours irrelevant)."""
+    current = zones.format_hour(hour)
+    for entry in held:
+        for hour_text in entry["hours"]:
+            if hour_text == current:
+                continue
+            earlier = read_bronze(spark, lake, source, zones.parse_hour(hour_text))
+            its_table = (F.col("db") == entry["db"]) & (F.col("table") == entry["table"])
+            bronze = bronze.unionByName(earlier.where(its_table))
+    return bronze
+
+
+def write_held_back(lake: Store, source: str, hour_text: str, before: list[dict], now: dict[str, dict]) -> None:
+    """Record the tables this run held back with every hour whose changes they still miss; a table applied by
+    this run leaves the list."""
+    hours = {(e["db"], e["table"]): e["hours"] for e in before}
+    entries = [
+        {**{k: e[k] for k in ("db", "table", "error")},
+         "hours": sorted({*hours.get((e["db"], e["table"]), []), hour_text})}
+        for e in now.values()
+    ]  # fmt: skip
+    key = HELD_BACK_KEY.format(source=source)
+    if entries or lake.stat(key) is not None:
+        lake.write_bytes(key, json.dumps(sorted(entries, key=lambda e: (e["db"], e["table"])), indent=1).encode())
+
+
+def _unsupported(event: DdlEvent) -> dict:
+    """A DDL message skipped under the source's policy, as the apply report lists it (and alerts quote it)."""
+    return {
+        "table": event.name,
+        "seq": None if event.seq is None else str(event.seq),
+        "origin": f"{event.origin_file}:{event.origin_line}",
+        "reason": event.detail,
+        "text": (event.text or "")[:500],
+    }
+
+
+class _Batch:
+    """Writes one batch, table by table: segments of changes interleaved with the table's DDL."""
+
+    def __init__(self, engine, lake, source, commit_info, loaded_at, actions, recluster, multisets) -> None:
+        self.engine, self.lake, self.source = engine, lake, source
+        self.commit_info, self.loaded_at, self.actions = commit_info, loaded_at, actions
+        self.multisets: _Multisets = multisets
+        self.retention = timedelta(hours=source.tombstone_retention_hours)
+        self.recluster = recluster
+        self.widenings: list[DdlEvent] = []  # columns widened for the data, recorded like DDL in the schema history
+        self.rejected: list[dict] = []  # changes no column type could hold, for the apply quarantine
+        self.file_size = source.silver_file_size_mb * 2**20
+
+    def apply_table(self, db: str, table: str, shapes: dict[int, TableShape], events: list[DdlEvent]) -> dict:
+        location = D.TableLocation(self.source.name, db, table)
+        totals: dict[str, int] = {}
+        keyless = bool(events) and self._keyless(location, shapes)
+        recount = False  # a keyless table's rows are known by content: recounted after a column rename/drop
+        for segment in range(len(events) + 1):
+            written: dict[str, int] = {}
+            if keyless and (segment in shapes or recount):
+                written = self._write_multiset(location, (db, table), shapes.get(segment), segment, events, recount)
+                recount = False
+            elif segment in shapes:
+                written = self._write_segment(location, shapes[segment], self.actions)
+            for key, value in written.items():
+                totals[key] = totals.get(key, 0) + value
+            if segment < len(events):
+                self._perform(location, events[segment])
+                recount = recount or (keyless and _renames_or_drops(events[segment]) != [])
+        uri = self.lake.child(location.silver_key())
+        exists = self.engine.exists(uri)
+        if exists:
+            record_names(self.lake, self.source.name, location.db, location.table)
+        if exists and self.recluster:
+            totals["recluster_files"] = self._recluster(uri)
+        return {
+            **totals,
+            "rows": self.engine.row_count(uri) if exists else 0,
+            "uri": uri,
+            "version": self.engine.version(uri) if exists else None,
+        }
+
+    def _recluster(self, uri: str) -> int:
+        """Files written by reclustering the table (0: a multiset, or already laid out). Layout only: a
+        failure is logged and leaves the table as the merges wrote it. The overlap check needs one key column:
+        a composite key's table is compacted, which does nothing when no small files are left."""
+        key = recorded_key(self.engine, uri)
+        if not key or key == multiset.KEY or (len(key) == 1 and self.engine.clustered(uri, key[0], self.file_size)):
+            return 0
+        try:
+            return self.engine.recluster(uri, key, self.file_size, self.commit_info)
+        except Exception as error:
+            log.warning("could not recluster %s by %s: %s", uri, key, error)
+            return 0
+
+    def _keyless(self, location: D.TableLocation, shapes: dict[int, TableShape]) -> bool:
+        if shapes:
+            return all(s.key == multiset.KEY for s in shapes.values())
+        return recorded_key(self.engine, self.lake.child(location.silver_key())) == multiset.KEY
+
+    def _write_segment(self, location: D.TableLocation, shape: TableShape, actions: DataFrame) -> dict[str, int]:
+        table = SilverTable(
+            self.lake.child(location.silver_key()),
+            self.lake.child(location.tombstones_key()),
+            shape.key,
+            self.commit_info,
+            self.file_size,
+        )
+        change_set = typed_change_set(actions, shape, self.loaded_at).toArrow()
+        change_set = self._as_of_schema(table.uri, shape, actions, change_set)
+        add_columns = self.source.auto_add_columns
+        result = apply_change_set(self.engine, table, change_set, self.loaded_at, self.retention, add_columns)
+        version = self.engine.version(table.uri)
+        if result.schema_changes:
+            self.widenings.append(widening_event(location, result.schema_changes, version))
+        self.rejected += [{"db": location.db, "table": location.table, **asdict(r)} for r in result.rejections]
+        counts = {k: v for k, v in asdict(result).items() if k not in ("version", "schema_changes", "rejections")}
+        if result.schema_changes or result.rejections:
+            counts |= {"widened_columns": len(result.schema_changes), "rejected": len(result.rejections)}
+        return {"actions": change_set.num_rows, **counts}
+
+    def _as_of_schema(self, uri: str, shape: TableShape, actions: DataFrame, change_set: pa.Table) -> pa.Table:
+        """A change older than the table's last DDL is read against the schema as it was then: a column the
+        table lacks is added (under `auto_add_columns`) only when a change newer than that DDL declares it,
+        and older changes never give it a value; so a re-delivered message from before a DROP or RENAME
+        COLUMN cannot bring the old column back."""
+        mark = D.schema_mark(self.engine, uri)
+        if mark is None:
+            return change_set
+        existing = set(self.engine.schema(uri).names)
+        missing = [name for name, _ in shape.columns if name not in existing and name in change_set.column_names]
+        if not missing:
+            return change_set
+        newer = pc.or_(
+            pc.greater(change_set[E.SEQ], pa.scalar(mark[0], change_set.schema.field(E.SEQ).type)),
+            pc.and_(
+                pc.equal(change_set[E.SEQ], pa.scalar(mark[0], change_set.schema.field(E.SEQ).type)),
+                pc.greater(change_set[E.SEQ2], pa.scalar(mark[1], change_set.schema.field(E.SEQ2).type)),
+            ),
+        )
+        declared = _declared_after(actions, shape, mark) if pc.any(newer).as_py() else set()
+        change_set = change_set.drop_columns([name for name in missing if name not in declared])
+        for name in [name for name in missing if name in declared]:
+            column = change_set[name]
+            kept = pc.if_else(newer, column, pa.nulls(change_set.num_rows, column.type))
+            change_set = change_set.set_column(change_set.schema.get_field_index(name), name, kept)
+        return change_set
+
+    def _write_multiset(
+        self,
+        location: D.TableLocation,
+        identity: TableId,
+        shape: TableShape | None,
+        segment: int,
+        events: list[DdlEvent],
+        recount: bool,
+    ) -> dict[str, int]:
+        """Write segment `segment` of a keyless table with DDL in the batch: the counts of its contents up to
+        the next DDL still to perform, with every image read as the table's schema now has the row; after a
+        column rename or drop (`recount`), every content is counted again and replaces the table's rows."""
+        uri = self.lake.child(location.silver_key())
+        exists = self.engine.exists(uri)
+        mark = D.schema_mark(self.engine, uri) if exists else None
+        bound = next((e.position for e in events[segment:] if _changes_schema(e, mark)), None)
+        performed = [(e.position, op) for e in events[:segment] if e.status == D.APPLIED for op in _renames_or_drops(e)]
+        dropped = next((e.position[:2] for e in reversed(events[:segment]) if _drops_table(e)), None)
+        actions = self.multisets.segment(identity, segment, bound, performed, uri if exists else None, recount, dropped)
+        columns = dict(shape.columns) if shape else {}
+        if exists:  # every column the table has, so that recounted rows keep their values
+            current = {
+                f.name: spark_type_of_arrow(f.type) for f in self.engine.schema(uri) if f.name not in E.METADATA_COLUMNS
+            }
+            columns = {**current, **{n: t for n, t in columns.items() if n not in current}}
+        columns = {n: t for n, t in columns.items() if n not in multiset.KEY}
+        shape = TableShape(identity[0], identity[1], [*columns.items(), *multiset.COLUMNS], multiset.KEY, segment)
+        if recount and exists:
+            self.engine.delete_where(uri, E.NotNull(multiset.ROW_ID), self.commit_info)
+        return self._write_segment(location, shape, actions)
+
+    def _perform(self, location: D.TableLocation, event: DdlEvent) -> None:
+        """Perform one DDL message under the source's policy; its outcome goes to the schema history."""
+        try:
+            if isinstance(event.statement, S.Unsupported):
+                raise D.UnsupportedOperation(event.statement.reason)
+            outcome = D.perform(self.engine, self.lake, location, event.statement, event.position[:2], self.commit_info)
+            event.status, event.detail = outcome.status, outcome.detail
+        except D.UnsupportedOperation as unsupported:
+            event.detail = str(unsupported)
+            if self.source.ddl_policy == "fail":
+                event.status = D.FAILED
+                raise D.DdlPolicyError(
+                    f"unsupported DDL for {event.name} at {event.origin_file}:{event.origin_line}: {unsupported} "
+                    f"(ddl_policy is 'fail'; set it to 'skip' or 'skip_and_alert' to continue past it)"
+                ) from None
+            event.status, event.unsupported = D.SKIPPED, True
+            log.warning("skipped DDL for %s (%s): %s | %s", event.name, event.origin_file, unsupported, event.text)
+        uri = self.lake.child(location.silver_key())
+        event.schema_version = self.engine.version(uri) if self.engine.exists(uri) else None
+
+
+log = logging.getLogger(__name__)
+
+
+def _declared_after(actions: DataFrame, shape: TableShape, mark: tuple[Decimal, Decimal]) -> set[str]:
+    """The columns that the segment's changes newer than `mark` carry."""
+    selected = (F.col("db") == shape.db) & (F.col("table") == shape.table) & (F.col("segment") == shape.segment)
+    seq, seq2 = F.col("seq").cast(C.SEQ_TYPE), F.col("seq2").cast(C.SEQ_TYPE)
+    first, second = F.lit(mark[0]).cast(C.SEQ_TYPE), F.lit(mark[1]).cast(C.SEQ_TYPE)
+    newer = (seq > first) | ((seq == first) & (seq2 > second))
+    names = actions.where(selected & newer).select(F.explode(F.map_keys("image")).alias("name")).distinct()
+    return {r["name"] for r in names.collect()}
+
+
+def _renames_or_drops(event: DdlEvent) -> list[S.Operation]:
+    """The column renames and drops of a performed DDL message (none when it was skipped or changed nothing)."""
+    if event.status != D.APPLIED or not isinstance(event.statement, S.Statement):
+        return []
+    return renames_or_drops(event.statement.operations)
+
+
+def _drops_table(event: DdlEvent) -> bool:
+    """Whether a performed DDL message dropped its table (archived it)."""
+    return (
+        event.status == D.APPLIED
+        and isinstance(event.statement, S.Statement)
+        and any(isinstance(op, S.DropTable) for op in event.statement.operations)
+    )
+
+
+def _changes_schema(event: DdlEvent, mark: tuple[Decimal, Decimal] | None) -> bool:
+    """Whether a DDL message still to perform can change the table: parsed, not only no-ops, newer than `mark`."""
+    statement = event.statement
+    if not isinstance(statement, S.Statement) or all(isinstance(op, S.NoOp) for op in statement.operations):
+        return False
+    return event.seq is not None and (mark is None or event.position[:2] > mark)
+
+
+class _Multisets:
+    """The keyless tables' side of a batch: the change log (read once, when first needed), the column renames
+    and drops applied so far, and the counted actions of one table segment around the batch's DDL."""
+
+    def __init__(self, engine, lake, source: SourceConfig, data: DataFrame, log, moves, identities) -> None:
+        self.engine, self.lake, self.source, self.data = engine, lake, source, data
+        self._log, self.moves, self.identities = log, moves, identities
+        self._history: DataFrame | None = None
+        self._changes: dict[TableId, list[ColumnChange]] | None = None
+
+    def history(self) -> DataFrame:
+        if self._history is None:
+            log_rows = with_moves(self._log().where(F.col("kind") == C.DATA), self.moves)
+            self._history = with_order(with_identities(log_rows, self.identities), self.source.format)
+        return self._history
+
+    def column_changes(self) -> dict[TableId, list[ColumnChange]]:
+        if self._changes is None:
+            self._changes = applied_changes(
+                self.engine, self.lake, self.source.name, self.source.source_dialect, self.moves, self.identities
+            )
+        return self._changes
+
+    def segment(
+        self,
+        identity: TableId,
+        segment: int,
+        bound: tuple | None,
+        performed: list[ColumnChange],
+        uri: str | None,
+        recount: bool,
+        dropped: Order | None = None,
+    ) -> DataFrame:
+        """The counted actions of one keyless table segment: the contents its changes touch (all contents when
+        `recount`), counted over the log since the table's truncation and before `bound` (the next DDL to
+        perform), images read through the renames and drops applied so far and `performed` in this batch.
+        `dropped`: the order of a DROP TABLE of it performed earlier in this batch; the changes up to it belong
+        to the table it dropped (as `with_moves` reads them once the drop is in the moves ledger)."""
+        known = {(_sort_key(position), op): (position, op) for position, op in self.column_changes().get(identity, [])}
+        known.update({(_sort_key(position), op): (position, op) for position, op in performed})
+        changes = {identity: list(known.values())}
+        table = (F.col("db") == identity[0]) & (F.col("table") == identity[1])
+        batch_rows = self.data.where(table & (F.col("segment") == segment))
+        history = self.history().where(table)
+        if dropped is not None:
+            history = with_moves(history, [TableMove(identity, None, dropped)])
+        if bound is not None:
+            history = history.where(change_position() < position_literal(bound))
+        since = truncation_mark(self.engine, uri) if uri else None
+        return multiset_actions(
+            read_as_later(batch_rows, changes),
+            read_as_later(history, changes),
+            {identity: segment},
+            {identity: since} if since else {},
+            {identity} if recount else set(),
+        )
+
+
+def _sort_key(position: tuple) -> tuple:
+    seq, seq2, origin_file, origin_line, origin_index = position
+    return (Decimal(seq), Decimal(seq2), origin_file or "", int(origin_line or 0), int(origin_index or 0))
+
+
+def recluster_due(source: SourceConfig, hour: datetime) -> bool:
+    """Whether the hour starting at `hour` is one of the source's recluster hours."""
+    every = source.recluster_every_hours
+    return every > 0 and int(hour.timestamp()) // 3600 % every == 0
+
+
+def renamed_identities(events: list[DdlEvent]) -> dict[TableId, TableId]:
+    """(db, table) names that a RENAME in this batch gave to a table -> its name before the batch."""
+    identities: dict[TableId, TableId] = {}
+    for event in events:
+        if isinstance(event.statement, S.Statement):
+            for op in event.statement.operations:
+                if isinstance(op, S.RenameTable):
+                    new = (op.new.db or event.db, op.new.table)
+                    identities[new] = identities.get((event.db, event.table), (event.db, event.table))
+    return identities
+
+
+def _events_by_table(
+    events: list[DdlEvent], identities: dict[TableId, TableId], moves: list[TableMove]
+) -> dict[TableId, list[DdlEvent]]:
+    """Each DDL message under the silver table it acts on: where moves sent its table, under the table's name
+    before this batch's renames."""
+    by_table: dict[TableId, list[DdlEvent]] = {}
+    for event in events:
+        if event.seq is None or not event.table:
+            event.status, event.detail = D.SKIPPED, _reason(event)
+            event.unsupported = isinstance(event.statement, S.Unsupported)
+            continue
+        name = resolve((event.db, event.table), event.position[:2], moves)
+        if name is None:
+            event.status, event.detail = D.SKIPPED, "its table was dropped at or after this point"
+            continue
+        by_table.setdefault(identities.get(name, name), []).append(event)
+    return by_table
+
+
+def _reason(event: DdlEvent) -> str:
+    return event.statement.reason if isinstance(event.statement, S.Unsupported) else "database-level statement"
+
+
+def with_identities(data: DataFrame, identities: dict[TableId, TableId]) -> DataFrame:
+    """Changes to a table renamed in this batch, under the name it had before (they continue its table)."""
+    if not identities:
+        return data
+    lookup = per_table({new: table_id_literal(old) for new, old in identities.items()})
+    return data.withColumn("db", F.coalesce(lookup["db"], "db")).withColumn(
+        "table", F.coalesce(lookup["table"], "table")
+    )
+
+
+def with_segments(data: DataFrame, events_by_table: dict[TableId, list[DdlEvent]]) -> DataFrame:
+    """Adds `segment`: how many of its table's DDL messages precede the change in the sequence."""
+    if not events_by_table:
+        return data.withColumn("segment", F.lit(0))
+    position = change_position()
+    boundaries = per_table(
+        {name: F.array(*(position_literal(e.position) for e in events)) for name, events in events_by_table.items()}
+    )
+    before = F.size(F.filter(boundaries, lambda b: b < position))
+    return data.withColumn("segment", F.when(boundaries.isNull(), F.lit(0)).otherwise(before))
+
+
+def silver_uri(lake: Store, source: str, shape: TableShape) -> str:
+    return lake.child(zones.silver_table_dir(source, shape.db, shape.table))
+
+
+def _among(shapes: list[TableShape]) -> Column:
+    """Whether a change belongs to one of the shapes' tables."""
+    return table_id(F.col("db"), F.col("table")).isin(*[table_id_literal((s.db, s.table)) for s in shapes])
+
+
+def _multiset_shapes(shapes: list[TableShape]) -> list[TableShape]:
+    """Keyless tables without DDL in the batch as multisets (`lakeloader.apply.multiset`), keyed by content and
+    occurrence: one shape per table, its actions the contents' counts after the whole batch. (A keyless table
+    with DDL in the batch is written segment by segment around it: `_multiset_segment`, `_Batch`.)"""
+    tables: dict[TableId, list[TableShape]] = {}
+    for shape in sorted(shapes, key=lambda s: s.segment):
+        tables.setdefault((shape.db, shape.table), []).append(shape)
+    merged = []
+    for segments in tables.values():
+        columns: dict[str, str] = {}  # the widest type, else (no type holds both: DDL changed it) the latest ...
+        for name, spark_type in (column for s in segments for column in s.columns):
+            earlier = columns.get(name)
+            columns[name] = (earlier and spark_type and widest(earlier, spark_type)) or spark_type
+        order = list(dict.fromkeys(name for s in segments for name, _ in s.columns))  # ... first position
+        columns_in_order = [(name, columns[name]) for name in order if name not in multiset.KEY]
+        merged.append(replace(segments[0], columns=columns_in_order + multiset.COLUMNS, key=multiset.KEY))
+    return merged
+
+
+def _multiset_segment(shape: TableShape) -> TableShape:
+    """One segment of a keyless table with DDL in the batch, as a multiset shape."""
+    columns = [c for c in shape.columns if c[0] not in multiset.KEY]
+    return replace(shape, columns=columns + multiset.COLUMNS, key=multiset.KEY)
+
+
+def _truncations(
+    engine: TableEngine,
+    lake: Store,
+    source: str,
+    shapes: list[TableShape],
+    events_by_table: dict[TableId, list[DdlEvent]],
+) -> tuple[dict[TableId, tuple[Decimal, Decimal]], set[TableId]]:
+    """Per keyless table: the position of its last TRUNCATE (performed before, or in this batch), and
+    which tables this batch truncates."""
+    since: dict[TableId, tuple[Decimal, Decimal]] = {}
+    truncated: set[TableId] = set()
+    for shape in shapes:
+        name = (shape.db, shape.table)
+        uri = silver_uri(lake, source, shape)
+        marks = [truncation_mark(engine, uri)] if engine.exists(uri) else []
+        for event in events_by_table.get(name, []):
+            if isinstance(event.statement, S.Statement) and any(
+                isinstance(op, S.TruncateTable) for op in event.statement.operations
+            ):
+                marks.append((event.seq, event.seq2))
+                truncated.add(name)
+        marks = [m for m in marks if m is not None]
+        if marks:
+            since[name] = max(marks)
+    return since, truncated
+
+
+def _keyed(engine: TableEngine, lake: Store, source: str, shape: TableShape, configured: dict) -> TableShape:
+    """An existing silver table keeps the key it was created with, unless the configuration sets one (a
+    multiset's key is no key: empty, as for a table first seen without one)."""
+    if shape.name in configured:
+        return shape
+    recorded = recorded_key(engine, silver_uri(lake, source, shape))
+    return replace(shape, key=[] if recorded == multiset.KEY else recorded or shape.key)

@@ -1,0 +1,585 @@
+"""Machinery every format parser shares: JSON envelopes, op tables, typed images, rejection reasons.
+
+A parser is a function `(lines, source) -> DataFrame` that returns CHANGE_SCHEMA's columns plus
+`reject_reason` (NULL for a good message) and `text` (the original line). `lakeloader.parse.step` splits the
+result into bronze and quarantine, so every line ends up in exactly one of them.
+All of it is Spark SQL expressions: no Python UDFs on the message path.
+
+The shape of a parser: parse the line (`parse_json`), select the *intermediate columns* below from the
+message, then `finish` adds the rejection reason and selects the canonical row.
+
+    envelope_error  why the line is no message at all (from parse_json), else NULL
+    raw_op, kind, op                       the wire op, its kind (OpTable.kind) and canonical op
+    db, schema_name, table, ddl, seq, seq2, event_time, primary_key
+    raw_before, raw_after                  the images as sent: map<string,string> of value text
+    typed                                  the declared columns: array<struct<name, conv, type>>
+    before, after                          the images as canonical text (with_canonical_images)
+
+Column types: a format resolves each declared column to a *converter key* (which function turns the
+wire text into canonical text) and a Spark SQL type. Converters get the value and the declared Spark
+type, because parametrised types (decimal(p,s)) are only known per message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from lakeloader.parse import canonical as C
+
+REJECT_REASON = "reject_reason"
+# the export's framing of a message (lakeloader.parse.framing): parsers pass these through untouched
+UNWRAP_ERROR, TOMBSTONE, MESSAGE_BYTES = "unwrap_error", "tombstone", "message_bytes"
+FRAMING_COLUMNS = (UNWRAP_ERROR, TOMBSTONE, MESSAGE_BYTES)  # message_bytes: a rejected message's bytes as read
+CORRUPT = "_corrupt_record"
+
+Converter = Callable[[Column, Column], Column]
+"""(value text, declared Spark type) -> canonical text, or NULL when the value does not fit the type."""
+
+STRING_ARRAY = T.ArrayType(T.StringType())
+CANONICAL_TIMESTAMP = "yyyy-MM-dd HH:mm:ss.SSSSSS"
+BAD_VALUES = "value does not match its declared type in column(s): "
+
+# --------------------------------------------------------------------------------------------------------------
+# Reading messages
+# --------------------------------------------------------------------------------------------------------------
+
+_JSON_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
+_JSON_NUMBER = r"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?"
+_OPEN, _CLOSE = "\u0000", "\u0001"  # cannot occur in valid JSON text (control characters must be escaped)
+
+
+def exact_numbers(text: Column) -> Column:
+    """JSON text with every number token turned into a string token holding the same digits.
+
+    Spark's JSON reader renders a fractional number it reads into a string field through a double
+    ("1.10" -> "1.1", 40-digit decimals rounded). Quoting the numbers first keeps the text exactly as
+    sent. String tokens are matched as wholes, so digits inside strings are never touched: each match
+    is either a string (group 1) or a number (group 2) and gets an open and a close mark after or around
+    it; a string's marks are adjacent (group 2 is empty) and removed, a number's become quotes.
+    """
+    marked = F.regexp_replace(text, f"({_JSON_STRING})|({_JSON_NUMBER})", f"$1{_OPEN}$2{_CLOSE}")
+    return F.regexp_replace(F.regexp_replace(marked, _OPEN + _CLOSE, ""), f"[{_OPEN}{_CLOSE}]", '"')
+
+
+def parse_json(lines: DataFrame, schema: T.StructType | T.MapType) -> DataFrame:
+    """Adds `j` (the parsed message) and `envelope_error` (why the line is not a JSON object, or NULL).
+
+    Numbers keep their exact text (`exact_numbers`), so every scalar field of `schema` should be a string
+    and converted with try_cast where a number is meant: a bad value then rejects the message instead of
+    blanking the whole record.
+    """
+    text = exact_numbers(F.col("text"))
+    if isinstance(schema, T.MapType):
+        parsed, corrupt = F.from_json(text, schema), F.lit(False)
+    else:
+        with_corrupt = T.StructType([*schema.fields, T.StructField(CORRUPT, T.StringType())])
+        parsed = F.from_json(text, with_corrupt, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
+        corrupt = F.col(f"j.{CORRUPT}").isNotNull()
+    return lines.withColumn("j", parsed).withColumn(
+        "envelope_error",
+        F.when(F.trim("text") == "", F.lit("empty line")).when(
+            F.col("j").isNull() | corrupt, F.lit("malformed JSON: not a JSON object")
+        ),
+    )
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Operations
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpTable:
+    """A format's operation codes (case-sensitive) by kind; data ops map to canonical ops."""
+
+    data: Mapping[str, str]
+    ddl: tuple[str, ...] = ()
+    heartbeat: tuple[str, ...] = ()
+    control: tuple[str, ...] = field(default=())
+
+    def kind(self, op: Column) -> Column:
+        """data / ddl / heartbeat / control, NULL for an op the format does not define."""
+        result = F.when(op.isin(*self.data), F.lit(C.DATA))
+        for kind, ops in ((C.DDL, self.ddl), (C.HEARTBEAT, self.heartbeat), (C.CONTROL, self.control)):
+            if ops:
+                result = result.when(op.isin(*ops), F.lit(kind))
+        return result
+
+    def canonical(self, op: Column) -> Column:
+        """The canonical op of a data op; other ops stay as sent."""
+        result = None
+        for wire_op, canonical_op in self.data.items():
+            result = (F.when if result is None else result.when)(op == wire_op, F.lit(canonical_op))
+        return result.otherwise(op)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Values: converters from wire text to canonical text
+# --------------------------------------------------------------------------------------------------------------
+
+
+def keep_text(v: Column, _type: Column) -> Column:
+    return v
+
+
+def checked_cast(spark_type: str) -> Converter:
+    """Keep the text when it casts to `spark_type`, NULL otherwise (NULL marks the value invalid)."""
+    return lambda v, _type: F.when(v.try_cast(spark_type).isNotNull(), v)
+
+
+def base64_text(binary: Column) -> Column:
+    """Canonical text of bytes: Base64 on one line (Spark's base64 breaks lines every 76 characters)."""
+    return F.regexp_replace(F.base64(binary), r"[\r\n]", "")
+
+
+def checked_base64(v: Column, _type: Column = None) -> Column:
+    return F.when(F.try_to_binary(v, F.lit("base64")).isNotNull(), v)
+
+
+def epoch_millis_to_timestamp_text(v: Column, _type: Column = None) -> Column:
+    return F.date_format(F.timestamp_millis(v.try_cast("bigint")), "yyyy-MM-dd HH:mm:ss.SSS")
+
+
+def integer_text(v: Column) -> Column:
+    """An ordering key from integer text (e.g. a sequence id sent as a string): decimal(38,0), NULL when
+    `v` is not a whole number (try_cast alone would round '1.5')."""
+    return F.when(v.rlike(r"^\s*-?[0-9]{1,38}\s*$"), F.trim(v).try_cast(C.SEQ_TYPE))
+
+
+def timestamp_text(ts: Column) -> Column:
+    """Canonical text of a timestamp (UTC) or timestamp_ntz (the wall clock): microseconds, what Spark and
+    Delta hold."""
+    return F.date_format(ts, CANONICAL_TIMESTAMP)
+
+
+_EPOCH = r"^(-?)([0-9]+)(?:\.([0-9]*))?$"
+
+
+def epoch_micros(v: Column, fraction_digits: int) -> Column:
+    """Epoch text ('1606233662.012345', '-1.5', '1590315269000.123456789') -> microseconds (bigint).
+
+    `fraction_digits` is how many digits of the fraction make a microsecond: 6 for seconds, 3 for
+    milliseconds, 0 for microseconds. Digits beyond a microsecond are truncated. NULL when `v` is
+    not a plain number or overflows.
+    """
+    is_number = v.rlike(_EPOCH)
+    whole = F.regexp_extract(v, _EPOCH, 2).try_cast("bigint")
+    fraction = F.regexp_extract(v, _EPOCH, 3)
+    micros = F.try_multiply(whole, F.lit(10**fraction_digits))
+    if fraction_digits:
+        micros = F.try_add(micros, F.rpad(fraction, fraction_digits, "0").substr(1, fraction_digits).cast("bigint"))
+    signed = F.when(F.regexp_extract(v, _EPOCH, 1) == "-", -micros).otherwise(micros)
+    return F.when(is_number, signed)
+
+
+_DECIMAL_TEXT = r"^[+-]?([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]{1,6}))?$"
+_DECIMAL_TYPE = r"^decimal\(([0-9]+),([0-9]+)\)$"
+
+
+def decimal_fits(v: Column, spark_type: Column) -> Column:
+    """Whether number text (plain or scientific) fits decimal(p,s) exactly: at most p-s integer digits
+    and s fraction digits once leading and trailing zeros are discounted. No rounding is accepted."""
+    int_part, frac_part = F.regexp_extract(v, _DECIMAL_TEXT, 1), F.regexp_extract(v, _DECIMAL_TEXT, 2)
+    exponent = F.coalesce(F.regexp_extract(v, _DECIMAL_TEXT, 3).try_cast("int"), F.lit(0))
+    digits = F.concat(int_part, frac_part)
+    leading = F.length(digits) - F.length(F.regexp_replace(digits, "^0+", ""))
+    significant_end = F.length(F.regexp_replace(digits, "0+$", ""))  # digits up to the last non-zero one
+    point = F.length(int_part) + exponent  # position of the decimal point in `digits`
+    integer_digits = F.greatest(point - leading, F.lit(0))
+    fraction_digits = F.greatest(significant_end - point, F.lit(0))
+    precision = F.regexp_extract(spark_type, _DECIMAL_TYPE, 1).try_cast("int")
+    scale = F.regexp_extract(spark_type, _DECIMAL_TYPE, 2).try_cast("int")
+    well_formed = v.rlike(_DECIMAL_TEXT) & (F.length(digits) > 0)
+    all_zero = significant_end == 0
+    return well_formed & (all_zero | ((integer_digits <= precision - scale) & (fraction_digits <= scale)))
+
+
+def number_text(v: Column, _type: Column = None) -> Column:
+    """Number text kept exactly as sent (plain or scientific), NULL when it is no number."""
+    return F.when(v.rlike(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"), v)
+
+
+def checked_decimal(v: Column, spark_type: Column) -> Column:
+    return F.when(decimal_fits(v, spark_type), v)
+
+
+def checked_date(v: Column, _type: Column = None) -> Column:
+    return F.when(v.rlike(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), v.try_cast("date").cast("string"))
+
+
+def checked_boolean(v: Column, _type: Column = None) -> Column:
+    """true/false, also sent as 1/0 (MySQL BOOL is a TINYINT(1))."""
+    lowered = F.lower(F.trim(v))
+    return F.when(lowered.isin("1", "true"), F.lit("true")).when(lowered.isin("0", "false"), F.lit("false"))
+
+
+def spark_typed(spark_type: Column) -> Column:
+    """struct(conv, type) for a column declared with a Spark SQL type (configured `column_types`): the
+    converter key is the type's family ("decimal" for decimal(p,s)); no type means string."""
+    family = F.regexp_extract(spark_type, r"^([a-z_]+)", 1)
+    return F.struct(family.alias("conv"), F.coalesce(spark_type, F.lit("string")).alias("type"))
+
+
+CONFIGURED = "configured "
+"""Prefix of the converter key of a column whose type the source's `column_types` sets over the message's own."""
+
+
+def with_configured_types(frame: DataFrame, column_types: Mapping[str, Mapping[str, str]]) -> DataFrame:
+    """`typed` with every column that `column_types` names for the row's db.table retyped: a configured type
+    always wins over the type the message declares or the format infers. Its converter key is CONFIGURED plus
+    the type's family (`configured_converters` supplies them)."""
+    if not column_types:
+        return frame
+    configured = configured_types(column_types, F.col("db"), F.col("table"))
+
+    def retype(known: Column) -> Column:
+        def column(c: Column) -> Column:
+            wanted = F.element_at(known, c["name"])
+            family = F.concat(F.lit(CONFIGURED), F.regexp_extract(wanted, r"^([a-z_]+)", 1))
+            return F.struct(
+                c["name"].alias("name"),
+                F.when(wanted.isNull(), c["conv"]).otherwise(family).alias("conv"),
+                F.coalesce(wanted, c["type"]).alias("type"),
+            )
+
+        return F.transform("typed", column)
+
+    return frame.withColumn("typed", let(configured, retype))
+
+
+def configured_converters(by_family: Mapping[str, Converter]) -> dict[str, Converter]:
+    """The converters of configured columns (`with_configured_types`), from the format's converters by Spark type
+    family (how that format writes such a value)."""
+    return {CONFIGURED + family: converter for family, converter in by_family.items()}
+
+
+def epoch_or_text(fraction_digits: int, text_type: str) -> Converter:
+    """Canonical timestamp text from an epoch number in one fixed unit (`fraction_digits` as in `epoch_micros`:
+    3 for milliseconds, 0 for microseconds; never guessed from the magnitude) or from date-time text read as
+    `text_type` (an ISO instant with zone reads in that zone)."""
+
+    def convert(v: Column, _type: Column = None) -> Column:
+        number = F.timestamp_micros(epoch_micros(F.when(v.rlike(r"^-?[0-9]+$"), v), fraction_digits))
+        return timestamp_text(F.when(v.rlike(r"^-?[0-9]+$"), number).otherwise(v.try_cast(text_type)))
+
+    return convert
+
+
+def spark_type_converters(timestamp: Converter, timestamp_ntz: Converter) -> dict[str, Converter]:
+    """Converters keyed by Spark type family, for columns declared with Spark SQL types (configured
+    `column_types`); how a timestamp is written is the format's business."""
+    return {
+        "tinyint": checked_cast("tinyint"),
+        "smallint": checked_cast("smallint"),
+        "int": checked_cast("int"),
+        "bigint": checked_cast("bigint"),
+        "float": checked_cast("float"),
+        "double": checked_cast("double"),
+        "decimal": checked_decimal,
+        "boolean": checked_boolean,
+        "string": keep_text,
+        "binary": checked_base64,
+        "date": checked_date,
+        "timestamp": timestamp,
+        "timestamp_ntz": timestamp_ntz,
+    }
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Declared columns and images
+# --------------------------------------------------------------------------------------------------------------
+
+
+def let(value: Column, body: Callable[[Column], Column]) -> Column:
+    """`body(value)` with `value` evaluated once, however often `body` uses it.
+
+    Spark evaluates lambda bodies without common-subexpression elimination, and the optimizer inlines a
+    column that only a lambda uses into that lambda: an expression used inside a per-column lambda
+    would be recomputed for every column and every use. Binding it to a lambda variable avoids both.
+    """
+    return F.element_at(F.transform(F.array(value), body), 1)
+
+
+def typed_column(name: Column, resolved: Column) -> Column:
+    """struct(name, conv, type) from a name and a resolved struct(conv, type)."""
+    return let(resolved, lambda r: F.struct(name.alias("name"), r["conv"].alias("conv"), r["type"].alias("type")))
+
+
+@dataclass(frozen=True)
+class ValueType:
+    """How one wire type of a fixed type table maps to a Spark SQL type, and how its text becomes canonical."""
+
+    spark_type: str
+    to_canonical: Converter
+
+
+def fixed_types(value_types: Mapping[str, ValueType]) -> Callable[[Column], Column]:
+    """A resolver (wire type -> struct(conv, type)) for a fixed table keyed by wire type name; the
+    converter key is the wire type itself, and an unknown wire type keeps its text as a string."""
+
+    def resolve(wire_type: Column) -> Column:
+        result = None
+        for wire, value_type in value_types.items():
+            resolved = F.struct(F.lit(wire).alias("conv"), F.lit(value_type.spark_type).alias("type"))
+            result = (F.when if result is None else result.when)(wire_type == wire, resolved)
+        return result.otherwise(F.struct(F.lit(None).cast("string").alias("conv"), F.lit("string").alias("type")))
+
+    return resolve
+
+
+def converters_of(value_types: Mapping[str, ValueType]) -> dict[str, Converter]:
+    return {wire: value_type.to_canonical for wire, value_type in value_types.items()}
+
+
+def declare(columns: Column, resolve: Callable[[Column], Column]) -> Column:
+    """array<struct<name, conv, type>> from an array of {name, type} structs (the wire's declaration);
+    `resolve` maps a wire type to struct(conv, type)."""
+    return F.transform(columns, lambda column: typed_column(column["name"], resolve(column["type"])))
+
+
+def declare_names(names: Column, types: Column, resolve: Callable[[Column], Column]) -> Column:
+    """Like `declare` for formats whose images name the columns but whose types come from elsewhere:
+    `types` is a map name -> wire type (a missing entry resolves like an unknown type: string)."""
+    return let(
+        types, lambda known: F.transform(names, lambda name: typed_column(name, resolve(F.element_at(known, name))))
+    )
+
+
+def image_names(*images: Column) -> Column:
+    """The column names of the given images, first image first, each once."""
+    keys = [F.coalesce(F.map_keys(image), F.array().cast(STRING_ARRAY)) for image in images]
+    return F.array_distinct(F.concat(*keys))
+
+
+def repeated_names(typed: Column) -> Column:
+    """Names declared more than once (a message that does so is rejected; a map of them cannot be built),
+    NULL when there are none (the quadratic search only runs for such messages)."""
+    names = F.coalesce(typed["name"], F.array().cast(STRING_ARRAY))
+    repeated = F.array_distinct(F.filter(names, lambda n: F.size(F.filter(names, lambda m: m == n)) > 1))
+    return F.when(_has_repeats(names), repeated)
+
+
+def _has_nameless(names: Column) -> Column:
+    return F.exists(names, lambda n: n.isNull())
+
+
+def _has_repeats(names: Column) -> Column:
+    return F.size(F.array_distinct(names)) < F.size(names)
+
+
+def with_canonical_images(frame: DataFrame, converters: Mapping[str, Converter]) -> DataFrame:
+    """Adds `before` and `after`: each value of `raw_before`/`raw_after` as canonical text, converted by
+    its column's converter (from `typed`).
+
+    Undeclared columns and columns of unknown wire type keep their text (they are strings). An invalid
+    value becomes NULL, which `invalid_columns` then reports.
+    """
+    images = {image: canonical_image(F.col(f"raw_{image}"), converters) for image in ("before", "after")}
+    return with_declaration_lookup(frame).withColumns(images).drop(LOOKUP)
+
+
+LOOKUP = "_lookup"
+
+
+def with_declaration_lookup(frame: DataFrame) -> DataFrame:
+    """Adds LOOKUP, the map name -> struct(conv, type) of `typed` that `canonical_image` reads. It is a
+    column of its own, referenced by the images: an expression used only inside the per-value lambda would
+    be inlined there by the optimizer and rebuilt for every value."""
+    names = F.col("typed")["name"]
+    entries = F.transform("typed", lambda c: F.struct(c["name"], F.struct(c["conv"], c["type"])))
+    usable = ~_has_repeats(names) & ~F.coalesce(_has_nameless(names), F.lit(False))
+    return frame.withColumn(LOOKUP, F.when(usable, F.map_from_entries(entries)))
+
+
+def canonical_image(raw: Column, converters: Mapping[str, Converter]) -> Column:
+    """An image (map of wire text) as canonical text, each value converted by its declared column's converter
+    (needs the LOOKUP column, `with_declaration_lookup`)."""
+
+    def convert(name: Column, value: Column) -> Column:
+        declared = F.element_at(F.col(LOOKUP), name)
+        conv, spark_type = declared["conv"], declared["type"]
+        result = None
+        for key, converter in converters.items():
+            branch = converter(value, spark_type)
+            result = F.when(conv == key, branch) if result is None else result.when(conv == key, branch)
+        return result.otherwise(value)
+
+    return F.transform_values(raw, convert)
+
+
+def overlay(base: Column, changes: Column) -> Column:
+    """An image (`base`; NULL counts as empty) with the values of `changes` (NULL: none) laid over it, for
+    formats that send an update's changed columns apart from the row (Canal `old`, SharePlex `data`)."""
+    base = F.coalesce(base, F.create_map().cast(C.IMAGE_TYPE))
+    changes = F.coalesce(changes, F.create_map().cast(C.IMAGE_TYPE))
+    return F.map_concat(F.map_filter(base, lambda name, _: ~F.array_contains(F.map_keys(changes), name)), changes)
+
+
+def spark_columns(typed: Column) -> Column:
+    """The declared columns as CHANGE_SCHEMA's array<struct<name, type>> with Spark SQL types."""
+    return F.transform(typed, lambda c: F.struct(c["name"].alias("name"), c["type"].alias("type")))
+
+
+def invalid_columns(image: Column, canonical: Column) -> Column:
+    """Names of columns whose value was present in `image` but did not convert (empty for no image)."""
+    invalid = F.filter(
+        F.map_keys(image),
+        lambda name: F.element_at(image, name).isNotNull() & F.element_at(canonical, name).isNull(),
+    )
+    return F.coalesce(invalid, F.array().cast(STRING_ARRAY))
+
+
+def configured_map(entries: Mapping[str, object], value_type: str) -> Column:
+    """A literal map column from configuration (NULL for an empty mapping; element_at of NULL is NULL)."""
+    if not entries:
+        return F.lit(None).cast(f"map<string,{value_type}>")
+    items = []
+    for key, value in entries.items():
+        if isinstance(value, Mapping):
+            literal = F.create_map(*[F.lit(x) for pair in value.items() for x in pair])
+        elif isinstance(value, list | tuple):
+            literal = F.array(*[F.lit(x) for x in value])
+        else:
+            literal = F.lit(value)
+        items += [F.lit(key), literal]
+    return F.create_map(*items).cast(f"map<string,{value_type}>")
+
+
+def configured_types(column_types: Mapping[str, Mapping[str, str]], db: Column, table: Column) -> Column:
+    """The map column -> Spark SQL type that a source's `column_types` gives db.table (NULL when none), for
+    formats whose messages carry no types (resolve its entries with `spark_typed`)."""
+    return F.element_at(configured_map(column_types, "map<string,string>"), qualified(db, table))
+
+
+def qualified(db: Column, table: Column) -> Column:
+    """'db.table', the key of the per-table configuration."""
+    return F.concat_ws(".", db, table)
+
+
+def split_qualified(name: Column) -> tuple[Column, Column]:
+    """'db.table' -> (db, table); the db may hold dots (OceanBase 'tenant.database'), the table is last.
+    Both are '' for a name without a dot (NULL for NULL)."""
+    return F.regexp_extract(name, r"^(.*)\.[^.]+$", 1), F.regexp_extract(name, r"\.([^.]+)$", 1)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Rejection and the canonical row
+# --------------------------------------------------------------------------------------------------------------
+
+Check = tuple[Column, "str | Column"]
+
+
+@dataclass(frozen=True)
+class WireFields:
+    """Where a format keeps the fields the shared checks name in their rejection reasons."""
+
+    op: str
+    db: str
+    table: str
+    seq_problem: str  # the reason given when a data message has no usable ordering key
+    op_label: str = "op"  # how "unknown <op_label> 'X'" names the op
+
+
+def first_reason(*checks: Check) -> Column:
+    """The first failing check's message (checks are (condition that means 'bad', message))."""
+    return F.coalesce(
+        *[F.when(bad, message if isinstance(message, Column) else F.lit(message)) for bad, message in checks]
+    )
+
+
+def listing(prefix: str, names: Column) -> Column:
+    return F.concat(F.lit(prefix), F.array_join(names, ", "))
+
+
+def finish(
+    frame: DataFrame,
+    wire: WireFields,
+    before_op: Sequence[Check] = (),
+    after_op: Sequence[Check] = (),
+) -> DataFrame:
+    """Reject what cannot be loaded (first failing check wins) and select the canonical row.
+
+    `frame` holds the line columns and the intermediate columns (module docstring). The shared checks,
+    in order: envelope, `before_op`, op missing / unknown, `after_op`, then for data messages: table,
+    db, ordering key, the images the op needs, values against their types, primary key in the image.
+    """
+    is_data = F.col("kind") == C.DATA
+    frame = frame.withColumn("primary_key", key_as_in_image(F.col("primary_key"), F.col("after"), F.col("before")))
+    bad_values = F.array_union(
+        invalid_columns(F.col("raw_before"), F.col("before")), invalid_columns(F.col("raw_after"), F.col("after"))
+    )
+    missing_key = F.filter("primary_key", lambda k: F.coalesce(F.col("after"), F.col("before"))[k].isNull())
+    repeated = repeated_names(F.col("typed"))
+    reason = first_reason(
+        (F.col("envelope_error").isNotNull(), F.col("envelope_error")),
+        *before_op,
+        (F.col("raw_op").isNull(), f"missing {wire.op}"),
+        (F.col("kind").isNull(), F.concat(F.lit(f"unknown {wire.op_label} '"), "raw_op", F.lit("'"))),
+        *after_op,
+        (repeated.isNotNull(), listing("column(s) declared more than once: ", repeated)),
+        (F.coalesce(_has_nameless(F.col("typed")["name"]), F.lit(False)), "a column is declared without a name"),
+        (is_data & F.col("table").isNull(), f"missing {wire.table}"),
+        (is_data & F.col("db").isNull(), f"missing {wire.db}"),
+        (is_data & F.col("seq").isNull(), wire.seq_problem),
+        (_missing_image(), F.concat(F.col("raw_op"), F.lit(" message without the image it needs"))),
+        (
+            is_data & (F.size(bad_values) > 0),
+            listing("value does not match its declared type in column(s): ", bad_values),
+        ),
+        (is_data & (F.size(missing_key) > 0), listing("primary key column(s) missing from the image: ", missing_key)),
+    )
+    given = {name: F.col(name) for name in ("source", "origin_file", "origin_line", "batch_hour")}
+    given |= {name: F.col(name) for name in C.CHANGE_SCHEMA.names if name in frame.columns}
+    given |= {
+        "kind": F.coalesce("kind", F.lit(C.DATA)),
+        "op": F.coalesce("op", "raw_op", F.lit("")),
+        "columns": spark_columns(F.col("typed")),
+        "after_partial": F.coalesce(F.col("after_partial"), F.lit(False))
+        if "after_partial" in frame.columns
+        else F.lit(False),
+        "seq2": F.coalesce(F.col("seq2"), F.lit(0)) if "seq2" in frame.columns else F.lit(0),
+        "origin_index": F.col("origin_index") if "origin_index" in frame.columns else F.lit(0),
+    }
+    selected = [given.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in C.CHANGE_SCHEMA.fields]
+    return frame.select(*selected, reason.alias(REJECT_REASON), F.col("text"), *framing(frame))
+
+
+def key_as_in_image(key: Column, *images: Column) -> Column:
+    """The key's column names as the image spells them: a name the image lacks takes the image's column that
+    equals it ignoring case (MySQL column names are case-insensitive: `pkNames` [K1] names column k1)."""
+    names = F.coalesce(*[F.map_keys(image) for image in images], F.array().cast(STRING_ARRAY))
+    return F.transform(
+        key,
+        lambda k: F.when(F.array_contains(names, k), k).otherwise(
+            F.coalesce(F.try_element_at(F.filter(names, lambda n: F.lower(n) == F.lower(k)), F.lit(1)), k)
+        ),
+    )
+
+
+def schema_qualified(db: Column, schema: Column, unqualified: Sequence[str]) -> Column:
+    """The database part of a table's name when the message names a schema too: '<database>.<schema>', unless
+    the schema is absent, equals the database (ignoring case) or is one of `unqualified` (docs/semantics.md)."""
+    plain = (
+        schema.isNull()
+        | (schema == "")
+        | (F.lower(schema) == F.lower(db))
+        | F.lower(schema).isin(*[name.lower() for name in unqualified])
+    )
+    return F.when(db.isNull() | plain, db).otherwise(F.concat(db, F.lit("."), schema))
+
+
+def framing(frame: DataFrame) -> list[str]:
+    """The framing columns `frame` carries (messages read by lakeloader.parse.framing have them)."""
+    return [name for name in FRAMING_COLUMNS if name in frame.columns]
+
+
+def _missing_image() -> Column:
+    op, before, after = F.col("op"), F.col("before"), F.col("after")
+    needs_after = op.isin(C.INSERT, C.UPDATE_AFTER, C.UPDATE) & after.isNull()
+    needs_before = op.isin(C.DELETE, C.UPDATE_BEFORE, C.UPDATE) & before.isNull()
+    return (F.col("kind") == C.DATA) & (needs_after | needs_before)

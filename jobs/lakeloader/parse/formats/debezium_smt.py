@@ -1,0 +1,117 @@
+"""DebeziumSmt (seed 002): Debezium events flattened by the ExtractNewRecordState transform, i.e. only the
+row's fields plus `__deleted`:
+
+    {"field1": "after_value1", "field2": "after_value2", "__deleted": "false"}
+
+`__deleted` "true" is a delete (the fields are the deleted row); "false", or no `__deleted` at all (the
+transform without delete rewriting), is the row's new state: an insert or an update, which the message
+cannot tell apart, so it becomes UPDATE_AFTER (apply upserts it). Nothing in the message names its table,
+declares a type or a key, or orders it:
+
+- the table comes from the configuration: `topic_tables` maps a topic to 'db.table'; a message's topic is
+  its envelope's `topic` (export_layout kcat) or its file name's (`<topic>+<partition>+<start offset>`,
+  lakeloader.parse.framing), else the first directory of its file's path in the export
+  (`orders/part-0001.json` -> topic `orders`);
+- columns are strings unless the source's `column_types` configures them, and values are read as OMS's
+  Debezium serializer writes them (seed 002): a date as 'YYYY-MM-DD' or days since 1970, bytes in Base16,
+  a DATETIME (timestamp_ntz) as epoch milliseconds whatever the number's size (1971 is 10 digits), a
+  TIMESTAMP as ISO text in UTC (lakeloader.parse.formats.debezium.value_families);
+- tables need `primary_keys`: without a key a table is a multiset of rows (lakeloader.apply.multiset), and an
+  upsert adds a row instead of replacing one
+  (a message lacking a configured key column is quarantined);
+- the ordering key is the export position. Where the offset is known (kcat envelopes, offset file names),
+  `seq` is the message's Kafka offset: the true
+  order of a topic partition, and a key's changes stay in one partition when the topic is keyed (Debezium's
+  default). Otherwise `seq` is the batch hour as yyyyMMddHH, `seq2` 0, and inside an
+  hour changes order by export file name, then line. So a later hour always wins over an earlier one, even
+  when a file that lands late holds older changes, and within an hour file names must sort in export order
+  (as Kafka offsets in zero-padded names do). `seq2` is not the line number on purpose: line 100 of an
+  hour's first file must not win over line 3 of its second.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from lakeloader.core.config import SourceConfig
+from lakeloader.parse import canonical as C
+from lakeloader.parse.formats import debezium
+from lakeloader.parse.formats.common import (
+    Converter,
+    OpTable,
+    WireFields,
+    configured_map,
+    configured_types,
+    declare_names,
+    finish,
+    image_names,
+    parse_json,
+    qualified,
+    spark_typed,
+    split_qualified,
+    with_canonical_images,
+)
+
+DELETED = "__deleted"
+OPS = OpTable(data={"true": C.DELETE, "false": C.UPDATE_AFTER})
+WIRE = WireFields(
+    op=DELETED,
+    db="topic_tables entry",
+    table="topic_tables entry",
+    seq_problem="the batch hour is not a number",
+    op_label=DELETED,
+)
+TOPIC = r"^([^/]+)/"
+CONVERTERS: dict[str, Converter] = debezium.value_families(binary=debezium.CONVERTERS["hex"])
+
+
+def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
+    """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine."""
+    frame = parse_json(lines, C.IMAGE_TYPE)
+    fields = F.col("j")
+    deleted = F.coalesce(fields[DELETED], F.lit("false"))
+    image = F.map_filter(fields, lambda name, _: name != DELETED)
+    topic = F.coalesce(
+        F.col("origin_topic") if "origin_topic" in lines.columns else F.lit(None),
+        F.nullif(F.regexp_extract("origin_file", TOPIC, 1), F.lit("")),
+    )
+    offset = F.col("origin_offset") if "origin_offset" in lines.columns else F.lit(None)
+    destination = F.element_at(configured_map(source.topic_tables, "string"), topic)
+    db, table = split_qualified(destination)
+    op = OPS.canonical(deleted)
+    frame = frame.select(
+        *lines.columns,
+        "envelope_error",
+        deleted.alias("raw_op"),
+        OPS.kind(deleted).alias("kind"),
+        op.alias("op"),
+        topic.alias("topic"),
+        db.alias("db"),
+        table.alias("table"),
+        F.element_at(configured_map(source.primary_keys, "array<string>"), qualified(db, table)).alias("primary_key"),
+        F.when(op == C.DELETE, image).alias("raw_before"),
+        F.when(op == C.UPDATE_AFTER, image).alias("raw_after"),
+        F.coalesce(offset, F.regexp_replace("batch_hour", r"[^0-9]", "")).try_cast(C.SEQ_TYPE).alias("seq"),
+        F.size(image).alias("field_count"),
+    )
+    names = image_names(F.col("raw_after"), F.col("raw_before"))
+    types = configured_types(source.column_types, F.col("db"), F.col("table"))
+    frame = frame.withColumn("typed", F.when(F.col("kind") == C.DATA, declare_names(names, types, spark_typed)))
+    frame = with_canonical_images(frame, CONVERTERS)
+    return finish(
+        frame,
+        WIRE,
+        before_op=[
+            (F.col("topic").isNull(), "the export file is not inside a topic directory"),
+            (
+                F.col("table").isNull(),
+                F.concat(F.lit("no table configured for topic '"), F.col("topic"), F.lit("' (topic_tables)")),
+            ),
+            (
+                F.col("kind").isNull(),
+                F.concat(F.lit(f'{DELETED} must be "true" or "false", got \''), F.col("raw_op"), F.lit("'")),
+            ),
+        ],
+        after_op=[(F.col("field_count") == 0, "message without fields")],
+    )

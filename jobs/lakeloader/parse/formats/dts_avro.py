@@ -1,0 +1,365 @@
+"""DTS Avro (seed 004): Alibaba DTS's own change records, `com.alibaba.dts.formats.avro.Record` (dts_record.avsc).
+
+    {id, sourceTimestamp (s), source {sourceType}, operation, objectName "db.table",
+     fields [{name, dataTypeNumber}], beforeImages, afterImages: [value per field] | "DDL text" | null}
+
+Messages arrive as the Base64 text of the record's schemaless Avro binary: lakeloader.parse.framing reads `.bin`
+files of length-prefixed records, `kcat -J` envelopes and Base64 lines into that text. A message that is not
+Base64 or not a record is quarantined ("not Base64", "not a DTS Avro record: ..."). Decoding is the only
+Python step (lakeloader.parse.formats.dts_avro_decode, batch-wise in mapInArrow); the rest is Spark SQL on the
+flat records it returns.
+
+Ops: INSERT and INIT (full load) are inserts, UPDATE an update (both images), DELETE a delete; DDL keeps
+its statement (the images' string branch); HEARTBEAT is a heartbeat; BEGIN, COMMIT, ROLLBACK, ABORT,
+CHECKPOINT, COMMAND, FILL, FINISH, CONTROL, RDB and NOOP are control records (counted, not loaded).
+`objectName` is db.table, the table after the last dot (an OceanBase db may hold dots); a name without a
+dot names a database (DDL), and a data record needs a table. Records declare no primary key: configured
+`primary_keys` apply, else a table is keyed by all its columns.
+
+Types. For MySQL sources (sourceType MySQL or DRDS) `dataTypeNumber` is the MySQL protocol's column type, read
+as the MySQL declaration it stands for and typed by lakeloader.parse.formats.mysql_types. Signedness is not sent, so
+integers are widened as if UNSIGNED: TINY -> smallint, SHORT and INT24 -> int, LONG -> bigint, LONGLONG ->
+decimal(20,0); FLOAT and DOUBLE -> double (a Float value is a double); (NEW)DECIMAL -> decimal(p,s) of the
+Decimal value (string beyond 38 digits, and when no value says: any DECIMAL(65,30)); DATE -> date, DATETIME ->
+timestamp_ntz, TIMESTAMP -> timestamp, TIME -> string, YEAR -> int, BIT -> decimal(20,0) for an Integer value
+(binary otherwise). Text, BLOB, string and GEOMETRY numbers (and any other number, and all columns of other
+sources) are typed by the value's union branch: Character -> string (binary for the `binary` charset),
+BinaryObject/BinaryGeometry -> binary, TextObject/TextGeometry -> string, Integer -> decimal(38,0), Decimal ->
+decimal(p,s), Float -> double, Timestamp/TimestampWithTimeZone -> timestamp, DateTime -> timestamp_ntz, date
+(date parts only) or string (time parts only). A column's branch is that of its first non-NULL value,
+after-image first; a string or BLOB column without one is string, a GEOMETRY one binary.
+DECIMAL's precision and scale, and whether a string or BLOB number holds text or bytes, are only sent with
+a value. Apply takes each column's latest declaration in a batch, so where a record's value is NULL the
+column takes the batch's latest type from a value; only a batch without any value there declares the
+fallback (the exact number text, string; a table it creates keeps that type).
+
+Values: Timestamp is seconds + millis since 1970 (UTC); DateTime's parts are the source's wall clock (kept
+as such in a timestamp_ntz column); TimestampWithTimeZone's parts are local to its `timezone` and
+converted to UTC; `millis` counts milliseconds. Character bytes are decoded with their charset; bytes that
+do not decode quarantine the record, as does a value that does not fit its column's type (e.g. a zero
+date). EmptyObject (NULL/NONE) and a null value are NULL.
+
+Ordering key: `id` (the record's unique, increasing id in the stream), then 0. Event time: sourceTimestamp.
+The decoded records are kept by a lazy local checkpoint (decoded once): an executor lost mid-parse fails
+the task's job instead of recomputing, and the step's retry runs it again.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from lakeloader.core.config import SourceConfig
+from lakeloader.parse import canonical as C
+from lakeloader.parse.formats import mysql_types
+from lakeloader.parse.formats.common import (
+    STRING_ARRAY,
+    OpTable,
+    WireFields,
+    configured_map,
+    finish,
+    integer_text,
+    let,
+    listing,
+    qualified,
+    split_qualified,
+    timestamp_text,
+    typed_column,
+    with_canonical_images,
+    with_configured_types,
+)
+from lakeloader.parse.formats.dts_avro_decode import BINARY_CHARSET, DECODED, decode
+
+OPS = OpTable(
+    data={"INSERT": C.INSERT, "INIT": C.INSERT, "UPDATE": C.UPDATE, "DELETE": C.DELETE},
+    ddl=("DDL",),
+    heartbeat=("HEARTBEAT",),
+    control=(
+        "BEGIN",
+        "COMMIT",
+        "ROLLBACK",
+        "ABORT",
+        "CHECKPOINT",
+        "COMMAND",
+        "FILL",
+        "FINISH",
+        "CONTROL",
+        "RDB",
+        "NOOP",
+    ),
+)
+WIRE = WireFields(
+    op="operation",
+    db="database in objectName (db.table)",
+    table="objectName",
+    seq_problem="id is missing or not a number",
+    op_label="operation",
+)
+MYSQL_SOURCES = ("MySQL", "DRDS")
+STRING_TYPE_NUMBERS = (15, 245, 247, 248, 249, 250, 251, 252, 253, 254)  # VARCHAR ... STRING, JSON, ENUM, SET, BLOBs
+GEOMETRY = 255
+VALUE_TYPED_NUMBERS = (0, 246, 16, *STRING_TYPE_NUMBERS, GEOMETRY)  # (NEW)DECIMAL, BIT, text or bytes: a value types
+BINARY_ENCODING = "base64"  # how the flat records carry bytes (mysql_types' binary converter)
+
+
+def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
+    """Messages (Base64 DTS Avro records) -> canonical change rows with `reject_reason`."""
+    # The records feed both the rows and the batch's column types (_with_batch_types): a lazy local checkpoint
+    # keeps them once computed, so each line is decoded once (without it Spark runs the Python twice).
+    decoded = lines.mapInArrow(decode, T.StructType([*lines.schema.fields, *DECODED])).localCheckpoint(eager=False)
+    record = F.col("record")
+    op = record["operation"]
+    kind = OPS.kind(op)
+    db, table = _db_and_table(record["object_name"])
+    frame = decoded.select(
+        *lines.columns,
+        F.col("decode_error").alias("envelope_error"),
+        op.alias("raw_op"),
+        kind.alias("kind"),
+        OPS.canonical(op).alias("op"),
+        db.alias("db"),
+        table.alias("table"),
+        record["object_name"].alias("object_name"),
+        F.when(kind == C.DDL, record["ddl"]).alias("ddl"),
+        F.element_at(configured_map(source.primary_keys, "array<string>"), qualified(db, table)).alias("primary_key"),
+        integer_text(record["id"]).alias("seq"),
+        F.timestamp_seconds(record["source_timestamp"].try_cast("bigint")).alias("event_time"),
+        F.when(kind == C.DATA, record["fields"]).alias("fields"),
+        F.when(kind == C.DATA, record["before"]).alias("before_values"),
+        F.when(kind == C.DATA, record["after"]).alias("after_values"),
+        record["source_type"].isin(*MYSQL_SOURCES).alias("mysql_source"),
+    )
+    names = F.col("fields")["name"]
+    frame = frame.withColumns(
+        {
+            "typed": F.transform("fields", _typed),
+            "raw_before": _raw_image(names, F.col("before_values")),
+            "raw_after": _raw_image(names, F.col("after_values")),
+        }
+    )
+    frame = with_configured_types(_with_batch_types(frame), source.column_types)
+    frame = with_canonical_images(
+        frame, mysql_types.converters(BINARY_ENCODING) | mysql_types.configured(BINARY_ENCODING)
+    )
+    undecodable = _undecodable(names, F.col("before_values"), F.col("after_values"))
+    return finish(
+        frame,
+        WIRE,
+        after_op=[
+            (F.col("fields").isNull() & (F.col("kind") == C.DATA), "data record without fields"),
+            _count_check("beforeImages", F.col("before_values")),
+            _count_check("afterImages", F.col("after_values")),
+            (
+                F.col("object_name").isNotNull() & F.col("table").isNull() & (F.col("kind") == C.DATA),
+                F.concat(F.lit("objectName '"), F.col("object_name"), F.lit("' is not db.table")),
+            ),
+            (
+                F.size(undecodable) > 0,
+                listing("Character bytes do not decode in their charset in column(s): ", undecodable),
+            ),
+        ],
+    )
+
+
+def _db_and_table(object_name: Column) -> tuple[Column, Column]:
+    """'db.table' -> (db, table); a name without a dot is a database (a DDL record's objectName may be)."""
+    db, table = (F.nullif(part, F.lit("")) for part in split_qualified(object_name))
+    return F.coalesce(db, F.when(~object_name.contains("."), object_name)), table
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Column types
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _typed(field: Column, i: Column) -> Column:
+    """struct(name, conv, type, informed) of field i: its MySQL declaration (or its value's branch) typed by
+    mysql_types; `informed` is false when the type is a fallback for want of a value."""
+    after, before = F.try_element_at(F.col("after_values"), i + 1), F.try_element_at(F.col("before_values"), i + 1)
+    sample = F.coalesce(F.when(_has_value(after), after), F.when(_has_value(before), before))
+    # bound once: the declaration uses the sample a dozen times, and composing Columns copies it each time
+    return let(sample, lambda value: _typed_by_sample(field, value))
+
+
+def _typed_by_sample(field: Column, sample: Column) -> Column:
+    number = field["type_number"]
+    declaration = F.when(F.col("mysql_source"), _mysql_declaration(number, sample)).otherwise(
+        _branch_declaration(sample)
+    )
+    fixed_by_number = F.col("mysql_source") & ~number.isin(*VALUE_TYPED_NUMBERS)
+    return let(
+        mysql_types.resolve(declaration, BINARY_ENCODING),
+        lambda resolved: F.struct(
+            field["name"].alias("name"),
+            resolved["conv"].alias("conv"),
+            resolved["type"].alias("type"),
+            (sample.isNotNull() | fixed_by_number).alias("informed"),
+        ),
+    )
+
+
+def _with_batch_types(frame: DataFrame) -> DataFrame:
+    """`typed` as struct(name, conv, type), a fallback type (no value told it) replaced by the batch's latest
+    informed type of that column: apply takes each column's latest declaration in a batch, so a NULL must not
+    re-type a column that other records of the batch type from their values (bytes would load as Base64 text).
+    """
+    informed = frame.where(F.col("kind") == C.DATA).select(
+        "db", "table", "seq", F.explode(F.filter("typed", lambda c: c["informed"])).alias("c")
+    )
+    latest = informed.groupBy("db", "table", F.col("c.name").alias("name")).agg(
+        F.max_by(F.struct(F.col("c.conv").alias("conv"), F.col("c.type").alias("type")), "seq").alias("declared")
+    )
+    per_table = latest.groupBy("db", "table").agg(
+        F.map_from_entries(F.collect_list(F.struct("name", "declared"))).alias("batch_types")
+    )
+    with_batch = frame.join(F.broadcast(per_table), ["db", "table"], "left")
+
+    def declared(c: Column) -> Column:
+        batch = F.element_at(F.col("batch_types"), c["name"])
+        chosen = F.when(c["informed"] | batch.isNull(), F.struct(c["conv"].alias("conv"), c["type"].alias("type")))
+        return typed_column(c["name"], F.coalesce(chosen, batch))
+
+    return with_batch.withColumn("typed", F.transform("typed", declared)).drop("batch_types")
+
+
+def _has_value(value: Column) -> Column:
+    return value.isNotNull() & (value["branch"] != "EmptyObject")
+
+
+def _decimal_declaration(value: Column) -> Column:
+    """decimal(p,s) of a Decimal value; bare 'decimal' (exact text: any DECIMAL(65,30)) when no value says."""
+    has_precision = (value["branch"] == "Decimal") & (value["precision"] > 0)
+    return F.when(
+        has_precision, F.format_string("decimal(%d,%d)", value["precision"], F.coalesce(value["scale"], F.lit(0)))
+    ).otherwise(F.lit("decimal"))
+
+
+def _mysql_declaration(number: Column, value: Column) -> Column:
+    """The MySQL declaration a MYSQL_TYPE_* number stands for (integers widened: signedness is not sent)."""
+    declarations = {
+        1: "tinyint unsigned",
+        2: "smallint unsigned",
+        9: "mediumint",
+        3: "int unsigned",
+        8: "bigint unsigned",
+        13: "year",
+        4: "double",
+        5: "double",
+        7: "timestamp",
+        12: "datetime",
+        10: "date",
+        14: "date",
+        11: "time",
+    }
+    result = F.when(number.isin(0, 246), _decimal_declaration(value))
+    for type_number, declared in declarations.items():
+        result = result.when(number == type_number, F.lit(declared))
+    return (
+        result.when(
+            number == 16, F.when(value["branch"] == "Integer", F.lit("bigint unsigned")).otherwise(F.lit("bit"))
+        )
+        .when(number.isin(*STRING_TYPE_NUMBERS), F.coalesce(_branch_declaration(value), F.lit("text")))
+        .when(number == GEOMETRY, F.coalesce(_branch_declaration(value), F.lit("geometry")))
+        .otherwise(_branch_declaration(value))
+    )
+
+
+def _branch_declaration(value: Column) -> Column:
+    """The MySQL declaration a value's union branch implies (NULL for no value: string)."""
+    branch = value["branch"]
+    date_time = (
+        F.when(value["year"].isNotNull() & value["hour"].isNotNull(), F.lit("datetime"))
+        .when(value["month"].isNotNull(), F.lit("date"))
+        .when(value["hour"].isNotNull(), F.lit("time"))
+        .when(value["year"].isNotNull(), F.lit("year"))
+    )
+    return (
+        F.when(branch == "Integer", F.lit("decimal(38,0)"))
+        .when(branch == "Decimal", _decimal_declaration(value))
+        .when(branch == "Float", F.lit("double"))
+        .when(branch.isin("Timestamp", "TimestampWithTimeZone"), F.lit("timestamp"))
+        .when(branch == "DateTime", date_time)
+        .when(branch == "Character", F.when(_is_binary(value), F.lit("blob")).otherwise(F.lit("text")))
+        .when(branch.isin("BinaryObject", "BinaryGeometry"), F.lit("blob"))
+        .when(branch.isin("TextObject", "TextGeometry"), F.lit("text"))
+    )
+
+
+def _is_binary(value: Column) -> Column:
+    return F.lower(value["charset"]) == BINARY_CHARSET
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Images: each value as wire text (canonical conversion and checks are with_canonical_images' and finish's)
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _raw_image(names: Column, values: Column) -> Column:
+    """map name -> value text; NULL unless there is one value per uniquely named field (finish rejects those)."""
+    well_formed = (
+        (F.size(values) == F.size(names))
+        & (F.size(F.array_distinct(names)) == F.size(names))
+        & ~F.exists(names, lambda n: n.isNull())
+    )
+    return F.when(well_formed, F.map_from_arrays(names, F.transform(values, _value_text)))
+
+
+def _value_text(value: Column) -> Column:
+    """A value's exact text: what its column's converter reads (NULL for NULL and EmptyObject)."""
+    branch = value["branch"]
+    micros = F.try_add(
+        F.try_multiply(value["value"].try_cast("bigint"), F.lit(1_000_000)),
+        F.coalesce(value["millis"], F.lit(0)).cast("bigint") * 1000,
+    )
+    return (
+        F.when(branch.isin("Integer", "Decimal", "Float", "TextObject", "TextGeometry"), value["value"])
+        .when(branch == "Character", F.when(_is_binary(value), value["bytes"]).otherwise(value["text"]))
+        .when(branch.isin("BinaryObject", "BinaryGeometry"), value["bytes"])
+        .when(branch == "Timestamp", timestamp_text(F.timestamp_micros(micros)))
+        .when(branch == "DateTime", _date_time_text(value))
+        .when(branch == "TimestampWithTimeZone", _zoned_text(value))
+    )
+
+
+def _date_time_text(value: Column) -> Column:
+    """'yyyy-MM-dd HH:mm:ss[.SSS]', or the date, the time or the year alone: the parts that are set."""
+    date = F.format_string("%04d-%02d-%02d", value["year"], value["month"], value["day"])
+    fraction = F.when(value["millis"].isNotNull(), F.format_string(".%03d", value["millis"])).otherwise(F.lit(""))
+    time = F.concat(F.format_string("%02d:%02d:%02d", value["hour"], value["minute"], value["second"]), fraction)
+    has_date, has_time = value["month"].isNotNull(), value["hour"].isNotNull()
+    return (
+        F.when(has_date & has_time, F.concat_ws(" ", date, time))
+        .when(has_date, date)
+        .when(has_time, time)
+        .when(value["year"].isNotNull(), F.format_string("%04d", value["year"]))
+    )
+
+
+def _zoned_text(value: Column) -> Column:
+    """The wall clock in its zone, as UTC timestamp text (NULL when the zone or the parts are invalid)."""
+    zone = value["timezone"]
+    offset = zone.rlike(r"^[+-][0-9]{2}:[0-9]{2}$")
+    local = F.concat(_date_time_text(value), F.when(offset, zone).otherwise(F.concat(F.lit(" "), zone)))
+    return timestamp_text(local.try_cast("timestamp"))
+
+
+def _count_check(image: str, values: Column) -> tuple[Column, Column]:
+    """A data record whose image has not one value per field."""
+    mismatch = (F.col("kind") == C.DATA) & values.isNotNull() & (F.size(values) != F.size(F.col("fields")))
+    message = F.format_string(f"{image} has %d value(s) for %d field(s)", F.size(values), F.size(F.col("fields")))
+    return mismatch, message
+
+
+def _undecodable(names: Column, before: Column, after: Column) -> Column:
+    """Names of text columns whose Character bytes did not decode with their charset."""
+
+    def failed(values: Column) -> Column:
+        def name_if_failed(value: Column, i: Column) -> Column:
+            bad = (value["branch"] == "Character") & ~_is_binary(value) & value["text"].isNull()
+            return F.when(bad, F.try_element_at(names, i + 1))
+
+        failed_names = F.filter(F.transform(values, name_if_failed), lambda n: n.isNotNull())
+        return F.coalesce(failed_names, F.array().cast(STRING_ARRAY))
+
+    return F.array_distinct(F.concat(failed(before), failed(after)))

@@ -1,0 +1,44 @@
+"""MySQL column types as Canal-style messages declare them (`mysqlType`: 'decimal(8,3) unsigned zerofill',
+'varchar(20)', 'tinyint(1)', 'bigint unsigned') -> struct(conv, type), and the converters of their values.
+
+The mapping is lakeloader.parse.formats.source_types (shared with the DDL path and OMS's type names): UNSIGNED
+integers widen, TINYINT(1)/BOOL are boolean, DECIMAL(p,s) is decimal(p,s) within Spark's 38 digits and the exact
+number text beyond or without a precision, FLOAT float, DATETIME timestamp_ntz, TIMESTAMP timestamp, TIME string,
+binary and spatial types binary. Binary values are written per the source's `canal_binary_encoding`: 'latin1'
+(open-source Canal: one ISO-8859-1 character per byte) or 'base64' (OMS). BIT follows the same choice: Base64
+bytes, or (open-source Canal) its value as a number -> decimal(20,0).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from lakeloader.parse.formats import ob_types, source_types
+from lakeloader.parse.formats.common import Converter, base64_text, checked_base64, configured_converters
+
+
+def resolve(declared: Column, binary_encoding: str) -> Column:
+    """struct(conv, type) for a declared MySQL type (NULL declaration: string), by the one mapping of
+    lakeloader.parse.formats.source_types; BIT is a number where binary values are ISO-8859-1 text (open-source
+    Canal sends a BIT's value as a number)."""
+    return source_types.resolve(declared, bit_as_number=binary_encoding == "latin1")
+
+
+def _latin1_binary(v: Column, _type: Column = None) -> Column:
+    """Bytes written as one ISO-8859-1 character each (open-source Canal) -> canonical Base64."""
+    return F.when(v.rlike(r"^[\x{0}-\x{FF}]*$"), base64_text(F.encode(v, "ISO-8859-1")))
+
+
+def configured(binary_encoding: str) -> dict[str, Converter]:
+    """The converters of columns typed by configuration (`column_types`): values as OMS writes them, binary in
+    the source's encoding."""
+    return configured_converters(ob_types.SPARK_TYPED_CONVERTERS | {"binary": converters(binary_encoding)["binary"]})
+
+
+def converters(binary_encoding: str) -> dict[str, Converter]:
+    """The converter of each `conv` that `resolve` assigns (other columns keep their text)."""
+    return {
+        **ob_types.CONVERTERS,
+        "binary": checked_base64 if binary_encoding == "base64" else _latin1_binary,
+    }

@@ -1,0 +1,98 @@
+"""Column types of OceanBase Migration Service (OMS) messages -> Spark SQL types (seed 002).
+
+OMS names column types in DataWorks 2.0 messages (`schema.column[].type`) and in DefaultExtendColumnType
+messages (`__light_type.<col>.schemaType`) with SQL type names: the documents' examples use TINYINT,
+SMALLINT, INT, INT64, BIGINT, FLOAT, DOUBLE, BOOLEAN, VARCHAR, VAR_STRING, BLOB, DECIMAL, DATE, TIME,
+DATETIME, TIMESTAMP, ZONED_DATETIME, INTERVAL_DAY_TO_SECOND, INTERVAL_YEAR_TO_MONTH, and the general
+format shows declarations such as `varchar(20)`. They are typed by the one mapping of source declarations,
+lakeloader.parse.formats.source_types (the DDL path uses it too), with two OMS particulars: OMS names no
+signedness, so each integer gets the type that also holds its UNSIGNED range (TINYINT -> smallint, SMALLINT and
+MEDIUMINT -> int, INT -> bigint, BIGINT -> decimal(20,0): the examples send 10223372036854775806; INT64 ->
+bigint), and Oracle tenants (dbType containing ORACLE) read DATE and TIMESTAMP as timestamp_ntz, INTEGER as
+decimal(38,0) and FLOAT as the exact number text. Values are written as the type mapping tables of seed 002
+say: integers and BOOL as numbers (BOOL 1/0), DECIMAL as exact text (without precision, or beyond 38 digits,
+the column keeps that text), bytes as Base64, DATE as YYYY-MM-DD, TIME as HH:mm:ss[.nnnnnnnnn] (a string: it
+may exceed 24 hours), DATETIME as a wall clock (timestamp_ntz), TIMESTAMP as an instant (timestamp, UTC).
+
+Date-times arrive as text `YYYY-MM-DD HH:mm:ss[.nnnnnnnnn] [zoneId]`: a timestamp_ntz column keeps the wall
+clock as written (a zone id, which DATETIME values normally lack, is ignored), a timestamp column reads the
+text in its zone (UTC without one). Timestamps also arrive as epoch seconds `sec[.nnnnnnnnn]` (TIMESTAMP of
+MySQL tenants), or, in the DataWorks 2.0 format description, as epoch milliseconds with a 13-digit integer
+part and 9 fraction digits; an epoch number in a timestamp_ntz column is its UTC wall clock. Epoch numbers of
+1e11 or more are milliseconds (as seconds they would lie after the year 5000; as milliseconds, smaller ones
+lie before March 1973). Canonical text keeps what Spark holds: microseconds, further digits truncated.
+Invalid values (OMS sends zero dates such as 0000-00-00 as they are) do not convert, so their message goes
+to quarantine.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from lakeloader.parse.formats import source_types
+from lakeloader.parse.formats.common import (
+    Converter,
+    checked_base64,
+    checked_boolean,
+    checked_cast,
+    checked_date,
+    checked_decimal,
+    epoch_micros,
+    number_text,
+    spark_type_converters,
+    timestamp_text,
+)
+
+MILLIS_THRESHOLD = 10**11
+
+
+def _timestamp(v: Column, _type: Column = None) -> Column:
+    """Canonical timestamp text (UTC) from OMS datetime text (with an optional zone id) or epoch numbers."""
+    return _from_epoch_or_text(v, "timestamp")
+
+
+def _datetime(v: Column, _type: Column = None) -> Column:
+    """Canonical timestamp_ntz text (the wall clock) from OMS datetime text or epoch numbers."""
+    return _from_epoch_or_text(v, "timestamp_ntz")
+
+
+def _from_epoch_or_text(v: Column, text_type: str) -> Column:
+    is_number = v.rlike(r"^-?[0-9]+(\.[0-9]*)?$")
+    whole = F.abs(F.regexp_extract(v, r"^-?([0-9]+)", 1).try_cast("double"))
+    micros = F.when(whole >= MILLIS_THRESHOLD, epoch_micros(v, 3)).otherwise(epoch_micros(v, 6))
+    return timestamp_text(F.when(is_number, F.timestamp_micros(micros)).otherwise(v.try_cast(text_type)))
+
+
+def _time_text(v: Column, _type: Column = None) -> Column:
+    return F.when(v.rlike(r"^-?[0-9]{1,3}:[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?$"), v)
+
+
+CONVERTERS: dict[str, Converter] = {
+    **{name: checked_cast(name) for name in ("tinyint", "smallint", "int", "bigint")},
+    "decimal": checked_decimal,
+    "number": number_text,
+    "float": checked_cast("float"),
+    "double": checked_cast("double"),
+    "boolean": checked_boolean,
+    "binary": checked_base64,
+    "date": checked_date,
+    "time": _time_text,
+    "timestamp": _timestamp,
+    "datetime": _datetime,
+}
+TIMESTAMP_CONVERTER, DATETIME_CONVERTER = _timestamp, _datetime
+# columns of OMS formats typed by configuration (`column_types`)
+SPARK_TYPED_CONVERTERS = spark_type_converters(_timestamp, _datetime)
+
+
+def resolve(wire_type: Column, oracle_tenant: Column) -> Column:
+    """struct(conv, type) for an OMS column type, by the one mapping of lakeloader.parse.formats.source_types;
+    `oracle_tenant` (boolean) switches DATE, TIMESTAMP, FLOAT and INTEGER to their Oracle meaning. OMS names
+    no signedness, so integers get the type that holds their UNSIGNED range too."""
+    return source_types.resolve(wire_type, oracle=oracle_tenant, signedness_unknown=True)
+
+
+def is_oracle_tenant(db_type: Column) -> Column:
+    """OB_ORACLE, OB_IN_ORACLE_MODE, ORACLE (any case)."""
+    return F.coalesce(F.upper(db_type).contains("ORACLE"), F.lit(False))

@@ -1,0 +1,155 @@
+"""OceanBase Migration Service "Default" JSON (seed 002, "Default JSON message format").
+
+    {"prevStruct": {col: value}, "postStruct": {col: value},
+     "allMetaData": {"checkpoint", "record_primary_key", "record_primary_value", "source_identity", "dbType",
+                     "storeDataSequence", "table_name", "db", "timestamp", "uniqueId", "transId", "clusterId",
+                     "ddlType"},
+     "recordType": "INSERT/UPDATE/DELETE/HEARTBEAT/DDL"}
+
+recordType: INSERT (postStruct), UPDATE (prevStruct and postStruct, full images), DELETE (prevStruct),
+HEARTBEAT (no image), DDL (postStruct.ddl holds the statement; allMetaData.ddlType, e.g. ALTER_TABLE, is
+not carried: the text says it). Anything else is rejected.
+
+db: `allMetaData.db` as sent, which for OceanBase sources is `tenant.database` (for others, the database);
+configuration names such tables `tenant.database.table`. table: `allMetaData.table_name`.
+Key: `record_primary_key`, column names joined by \\u0001 (none for a table without a key).
+`record_primary_value` is not read: the key's values are taken from the image like every column.
+
+Ordering: `seq` is `allMetaData.timestamp` (whole seconds of the change, "available only for incremental
+synchronization"), `seq2` is `storeDataSequence` ("used for sorting": a timestamp followed by a sequence
+number, only sent when the source enables it; 0 otherwise). Ordering by (timestamp, storeDataSequence)
+equals ordering by storeDataSequence when both are there and still works when it is not. Full-
+synchronization records carry no timestamp: they get seq 0 and sort before every incremental change.
+event_time is the timestamp, else a numeric `checkpoint` (the synchronization timestamp in seconds during
+incremental synchronization; a primary-key position during full synchronization).
+
+The Default format carries no column types: columns load as strings unless the source's `column_types`
+configures them (Spark SQL types; values are read as OMS writes them, see `formats.ob_types`).
+DefaultExtendColumnType (`formats.oms_extend`) is this format plus `__light_type` and reuses `build`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from lakeloader.core.config import SourceConfig
+from lakeloader.parse import canonical as C
+from lakeloader.parse.formats import ob_types
+from lakeloader.parse.formats.common import (
+    Converter,
+    OpTable,
+    WireFields,
+    configured_converters,
+    configured_types,
+    declare_names,
+    epoch_micros,
+    finish,
+    image_names,
+    integer_text,
+    parse_json,
+    spark_typed,
+    with_canonical_images,
+    with_configured_types,
+)
+
+KEY_SEPARATOR = "\u0001"
+OPS = OpTable(data={"INSERT": C.INSERT, "UPDATE": C.UPDATE, "DELETE": C.DELETE}, ddl=("DDL",), heartbeat=("HEARTBEAT",))
+WIRE = WireFields(
+    op="recordType",
+    db="allMetaData.db",
+    table="allMetaData.table_name",
+    seq_problem="allMetaData.timestamp is not a number of seconds",
+    op_label="recordType",
+)
+META_FIELDS = (
+    "checkpoint",
+    "record_primary_key",
+    "record_primary_value",
+    "source_identity",
+    "dbType",
+    "storeDataSequence",
+    "table_name",
+    "db",
+    "timestamp",
+    "uniqueId",
+    "transId",
+    "clusterId",
+    "ddlType",
+)
+MESSAGE_SCHEMA = T.StructType(
+    [
+        T.StructField("prevStruct", C.IMAGE_TYPE),
+        T.StructField("postStruct", C.IMAGE_TYPE),
+        T.StructField("allMetaData", T.StructType([T.StructField(n, T.StringType()) for n in META_FIELDS])),
+        T.StructField("recordType", T.StringType()),
+    ]
+)
+_SECONDS = r"^-?[0-9]+(\.[0-9]*)?$"
+
+Declaration = Callable[[Column], tuple[Column, dict[str, Converter]]]
+"""How a variant types its columns: image column names -> (typed columns, converters by key). It may use
+the columns `db`, `table`, `db_type` and `sent_before`/`sent_after` (the images as sent)."""
+
+
+def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
+    """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine."""
+    converters = ob_types.SPARK_TYPED_CONVERTERS
+
+    def declaration(names: Column) -> tuple[Column, dict[str, Converter]]:
+        types = configured_types(source.column_types, F.col("db"), F.col("table"))
+        return declare_names(names, types, spark_typed), converters
+
+    return build(lines, declaration)
+
+
+def build(
+    lines: DataFrame,
+    declaration: Declaration,
+    metadata_keys: tuple[str, ...] = (),
+    column_types: Mapping[str, Mapping[str, str]] | None = None,
+) -> DataFrame:
+    """The Default format's parse; the variant says how columns are typed and which image keys are
+    metadata rather than columns; `column_types` (configured) wins over the variant's types."""
+    frame = parse_json(lines, MESSAGE_SCHEMA)
+    meta, op = F.col("j.allMetaData"), F.col("j.recordType")
+    kind = OPS.kind(op)
+    is_data = kind == C.DATA
+    time_text = F.coalesce(meta["timestamp"], F.when(meta["checkpoint"].rlike(_SECONDS), meta["checkpoint"]))
+    seconds = F.nullif(F.regexp_extract(time_text, r"^(-?[0-9]+)(\.[0-9]*)?$", 1), F.lit(""))
+    key = meta["record_primary_key"]
+    frame = frame.select(
+        *lines.columns,
+        "envelope_error",
+        op.alias("raw_op"),
+        kind.alias("kind"),
+        OPS.canonical(op).alias("op"),
+        meta["db"].alias("db"),
+        meta["table_name"].alias("table"),
+        meta["dbType"].alias("db_type"),
+        F.when(is_data, F.col("j.prevStruct")).alias("sent_before"),
+        F.when(is_data, F.col("j.postStruct")).alias("sent_after"),
+        F.when(key != "", F.split(key, KEY_SEPARATOR)).alias("primary_key"),
+        F.when(kind == C.DDL, F.col("j.postStruct")["ddl"]).alias("ddl"),
+        F.when(time_text.isNull(), F.lit(0)).otherwise(integer_text(seconds)).alias("seq"),
+        meta["storeDataSequence"].alias("raw_seq2"),
+        integer_text(meta["storeDataSequence"]).alias("seq2"),
+        F.timestamp_micros(epoch_micros(time_text, 6)).alias("event_time"),
+    )
+
+    def columns_only(image: Column) -> Column:
+        return F.map_filter(image, lambda k, _v: ~k.isin(*metadata_keys)) if metadata_keys else image
+
+    frame = frame.withColumns(
+        {"raw_before": columns_only(F.col("sent_before")), "raw_after": columns_only(F.col("sent_after"))}
+    )
+    names = image_names(F.col("raw_after"), F.col("raw_before"))
+    typed, converters = declaration(names)
+    frame = frame.withColumn("typed", F.when(F.col("kind") == C.DATA, typed))
+    frame = with_configured_types(frame, column_types or {})
+    frame = with_canonical_images(frame, converters | configured_converters(ob_types.SPARK_TYPED_CONVERTERS))
+    bad_sequence = (F.col("kind") == C.DATA) & F.col("raw_seq2").isNotNull() & F.col("seq2").isNull()
+    return finish(frame, WIRE, after_op=[(bad_sequence, "allMetaData.storeDataSequence is not a number")])

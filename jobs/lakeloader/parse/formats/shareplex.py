@@ -1,0 +1,119 @@
+"""SharePlex JSON, as OMS (seed 002) and DTS (seed 004) write it.
+
+    {"meta": {"op": "ins|upd|del|ddl", "table": "db.table", "scn": "...", "seq": n, "time": "...",
+              "posttime", "idx", "size", "rowid", "trans", "userid"},
+     "data": {column: value}, "key": {column: value}, "sql": {"ddl": "..."}}
+
+`data` is the full row for an insert or delete, and only the changed columns for an update, whose `key`
+holds the row before the change. The update's after-image is therefore `key` with `data` laid over it: every
+column the message tells us, flagged `after_partial` because nothing in the message says whether that is every
+column of the table (the merge then updates only those columns; docs/semantics.md). An update without `key`
+carries only its after-half. DTS spells the ops INSERT, UPDATE, DELETE, and also lists TRUNCATE, DROP COLUMN
+(kept as DDL, with `sql.ddl` when present) and UPDATE BEFORE / UPDATE AFTER (the two halves of an update);
+ops are matched ignoring case.
+
+The messages declare no column types and no primary key: columns are strings unless the source's
+`column_types` configures them, and tables need `primary_keys` to be keyed by anything but all their columns
+(a message whose image lacks a configured key column is quarantined).
+Ordering key: `meta.scn`, then `meta.seq` (the operation's number inside its transaction; 0 when absent).
+`posttime`, `idx`, `size`, `rowid`, `trans` and `userid` describe delivery and transactions and are not kept.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from lakeloader.core.config import SourceConfig
+from lakeloader.parse import canonical as C
+from lakeloader.parse.formats import ob_types
+from lakeloader.parse.formats.common import (
+    OpTable,
+    WireFields,
+    configured_map,
+    configured_types,
+    declare_names,
+    finish,
+    image_names,
+    integer_text,
+    overlay,
+    parse_json,
+    qualified,
+    spark_typed,
+    with_canonical_images,
+)
+
+OPS = OpTable(
+    data={
+        "INS": C.INSERT,
+        "INSERT": C.INSERT,
+        "UPD": C.UPDATE,
+        "UPDATE": C.UPDATE,
+        "DEL": C.DELETE,
+        "DELETE": C.DELETE,
+        "UPDATE BEFORE": C.UPDATE_BEFORE,
+        "UPDATE AFTER": C.UPDATE_AFTER,
+    },
+    ddl=("DDL", "TRUNCATE", "DROP COLUMN"),
+)
+WIRE = WireFields(
+    op="meta.op",
+    db="meta.table (as db.table)",
+    table="meta.table (as db.table)",
+    seq_problem="meta.scn is missing or not a number",
+    op_label="meta.op",
+)
+META_FIELDS = ("time", "op", "posttime", "idx", "size", "seq", "table", "rowid", "trans", "scn", "userid")
+QUALIFIED_TABLE = r"^([^.]+)\.(.+)$"
+MESSAGE_SCHEMA = T.StructType(
+    [
+        T.StructField("meta", T.StructType([T.StructField(name, T.StringType()) for name in META_FIELDS])),
+        T.StructField("data", C.IMAGE_TYPE),
+        T.StructField("key", C.IMAGE_TYPE),
+        T.StructField("sql", T.StructType([T.StructField("ddl", T.StringType())])),
+    ]
+)
+
+
+def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
+    """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine."""
+    frame = parse_json(lines, MESSAGE_SCHEMA)
+    meta, data, key = F.col("j.meta"), F.col("j.data"), F.col("j.key")
+    op_key = F.upper(F.trim(meta["op"]))
+    op = F.when(op_key.isin("UPD", "UPDATE") & key.isNull(), F.lit(C.UPDATE_AFTER)).otherwise(OPS.canonical(op_key))
+    db = F.nullif(F.regexp_extract(meta["table"], QUALIFIED_TABLE, 1), F.lit(""))
+    table = F.nullif(F.regexp_extract(meta["table"], QUALIFIED_TABLE, 2), F.lit(""))
+    frame = frame.select(
+        *lines.columns,
+        "envelope_error",
+        meta["op"].alias("raw_op"),
+        OPS.kind(op_key).alias("kind"),
+        op.alias("op"),
+        db.alias("db"),
+        table.alias("table"),
+        F.element_at(configured_map(source.primary_keys, "array<string>"), qualified(db, table)).alias("primary_key"),
+        F.when(op.isin(C.DELETE, C.UPDATE_BEFORE), data).when(op == C.UPDATE, key).alias("raw_before"),
+        F.when(op == C.INSERT, data).when(op.isin(C.UPDATE, C.UPDATE_AFTER), overlay(key, data)).alias("raw_after"),
+        op.isin(C.UPDATE, C.UPDATE_AFTER).alias("after_partial"),
+        F.col("j.sql.ddl").alias("ddl"),
+        integer_text(meta["scn"]).alias("seq"),
+        meta["seq"].alias("raw_seq2"),
+        integer_text(meta["seq"]).alias("seq2"),
+        meta["time"].try_cast("timestamp").alias("event_time"),
+        F.coalesce(F.size(data), F.lit(0)).alias("data_size"),
+    )
+    names = image_names(F.col("raw_after"), F.col("raw_before"))
+    types = configured_types(source.column_types, F.col("db"), F.col("table"))
+    frame = frame.withColumn("typed", F.when(F.col("kind") == C.DATA, declare_names(names, types, spark_typed)))
+    frame = with_canonical_images(frame, ob_types.SPARK_TYPED_CONVERTERS)
+    bad_seq = F.col("raw_seq2").isNotNull() & F.col("seq2").isNull()
+    no_data = (F.col("kind") == C.DATA) & (F.col("data_size") == 0)
+    return finish(
+        frame,
+        WIRE,
+        after_op=[
+            (bad_seq, "meta.seq is not a number"),
+            (no_data, F.concat(F.col("raw_op"), F.lit(" message without data"))),
+        ],
+    )

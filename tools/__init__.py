@@ -1,0 +1,1 @@
+"""Tooling that is not shipped to executors: the CDC test generator and oracle model, the benchmark."""
