@@ -31,10 +31,10 @@ from conftest import WITH_AIRFLOW, _free_port
 from format_support import run, write_export
 from test_scheduler import _answers, _stop_group
 
-from lakeloader import zones
-from lakeloader.config import BrokenSource, SourceConfig, load_source
-from lakeloader.generator import dataworks as dw
+from lakeloader.core import zones
+from lakeloader.core.config import BrokenSource, SourceConfig, load_source
 from lakeloader_airflow import alerts, status_page
+from tools.cdcgen import dataworks as dw
 
 pytestmark = pytest.mark.slow
 

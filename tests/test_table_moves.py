@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from decimal import Decimal
 
-from lakeloader.ddl.moves import TableMove, resolve, with_moves
+from lakeloader.apply.ddl.moves import TableMove, resolve, with_moves
 
 
 def chained_moves(rng: random.Random, count: int) -> list[TableMove]:

@@ -14,7 +14,7 @@ from pyspark.sql import types as T
 from lakeloader.core.storage import Store, spark_path
 
 if TYPE_CHECKING:
-    from lakeloader.config import SourceConfig
+    from lakeloader.core.config import SourceConfig
 
 # Set unless spark-submit (--conf) or the cluster already set them.
 DEFAULTS = {

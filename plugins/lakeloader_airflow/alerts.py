@@ -213,8 +213,8 @@ def notifiers(source: SourceConfig, alert: Alert) -> list[BaseNotifier]:
 def record(source: SourceConfig, alert: Alert, errors: list[str]) -> None:
     """Keep the alert in the lake (audit/<source>/alerts/); a lake that cannot be written only loses the record."""
     try:
-        from lakeloader import zones
-        from lakeloader.storage import open_store
+        from lakeloader.core import zones
+        from lakeloader.core.storage import open_store
 
         body = {
             **alert.as_json(),
@@ -229,8 +229,8 @@ def record(source: SourceConfig, alert: Alert, errors: list[str]) -> None:
 
 def latest(source: SourceConfig, limit: int = 10) -> list[dict[str, Any]]:
     """The source's newest recorded alerts, newest first."""
-    from lakeloader import zones
-    from lakeloader.storage import open_store
+    from lakeloader.core import zones
+    from lakeloader.core.storage import open_store
 
     lake = open_store(source.lake_root, source.s3_endpoint_url)
     keys = sorted(item.key for item in lake.list(zones.alerts_prefix(source.name)) if item.key.endswith(".json"))

@@ -20,10 +20,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
-from lakeloader import zones
-from lakeloader.config import BrokenSource, SourceConfig, load_sources
-from lakeloader.storage import open_store
-from lakeloader.summary import NO_TABLE, collect
+from lakeloader.cli.source_summary import NO_TABLE, collect
+from lakeloader.core import zones
+from lakeloader.core.config import BrokenSource, SourceConfig, load_sources
+from lakeloader.core.storage import open_store
 from lakeloader_airflow import alerts
 
 log = logging.getLogger(__name__)

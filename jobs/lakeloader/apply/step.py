@@ -67,8 +67,8 @@ from lakeloader.core.lake_index import record_names
 from lakeloader.core.lock import writes_source
 from lakeloader.core.storage import Store, open_store
 from lakeloader.engine import base as E
-from lakeloader.engine import engine_for
 from lakeloader.engine.base import TableEngine
+from lakeloader.engine.factory import engine_for
 from lakeloader.parse import canonical as C
 from lakeloader.spark import read_parquet_dir
 

@@ -18,7 +18,7 @@ from lakeloader.apply.step import apply_changes, read_change_log
 from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig
 from lakeloader.core.storage import Store, open_store
-from lakeloader.engine import engine_for
+from lakeloader.engine.factory import engine_for
 
 
 @contextmanager

@@ -35,8 +35,8 @@ from lakeloader.core.lake_index import silver_tables
 from lakeloader.core.lock import writes_source
 from lakeloader.core.storage import Store, open_store, spark_path
 from lakeloader.engine import base as E
-from lakeloader.engine import engine_for
 from lakeloader.engine.base import TableEngine
+from lakeloader.engine.factory import engine_for
 from lakeloader.land.step import raw_files, read_manifest
 from lakeloader.parse import canonical as C
 from lakeloader.parse.framing import read_messages

@@ -24,8 +24,8 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.core.lake_index import silver_table_ids
 from lakeloader.core.lock import writes_source
 from lakeloader.core.storage import Store, open_store
-from lakeloader.engine import engine_for
 from lakeloader.engine.base import TableEngine
+from lakeloader.engine.factory import engine_for
 
 
 def reapply(spark: SparkSession, source: SourceConfig, first: datetime, last: datetime) -> list[dict]:

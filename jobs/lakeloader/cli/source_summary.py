@@ -19,7 +19,7 @@ from typing import Any
 from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig, load_source
 from lakeloader.core.storage import Store, open_store
-from lakeloader.engine import engine_for
+from lakeloader.engine import reader_for
 
 NO_TABLE = "(no table)"
 
@@ -51,7 +51,7 @@ def collect(source: SourceConfig, hours: list, lake: Store) -> dict[str, Any]:
             "quarantine_reasons": parse.get("quarantine_reasons", {}),
             "changes_by_table": {name: counts["changes"] for name, counts in apply["tables"].items()},
         }
-    engine = engine_for(source)
+    engine = reader_for(source)
     rows = {}
     for name in tables:
         if name != NO_TABLE:
@@ -67,7 +67,7 @@ def silver_uri(source: SourceConfig, lake: Store, name: str) -> str:
 
 def mismatches(source: SourceConfig, lake: Store, expected: dict[str, list[dict]]) -> dict[str, str]:
     """Tables whose user columns differ from the expected rows (order-independent), with what differs."""
-    engine = engine_for(source)
+    engine = reader_for(source)
     problems = {}
     for name, rows in sorted(expected.items()):
         uri = silver_uri(source, lake, name)

@@ -2,13 +2,12 @@
 
 `base.TableEngine` is the neutral interface (Arrow data, typed predicates, no SQL strings); `deltars` is the
 embedded implementation (delta-rs), `deltaspark` the cluster one (Delta Lake on Spark). Product code gets its
-engine from `engine_for(source)`, never by constructing one, and never imports `deltalake` itself
-(tests/test_engine_seam.py enforces both).
+engine from `factory.engine_for(source)` (Spark jobs) or `reader_for(source)` (reads without Spark), never by
+constructing one, and never imports `deltalake` itself (tests/test_engine_seam.py enforces both).
 """
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -16,26 +15,11 @@ if TYPE_CHECKING:
     from lakeloader.engine.base import TableEngine
 
 
-def engine_for(source: SourceConfig) -> TableEngine:
-    """The table engine for a source's lake. `engine: delta_rs` (the default): delta-rs, with the storage options
-    of the source's lake root. `engine: delta_spark`: Delta Lake on the running Spark session (a job's), which
-    must have been started with `lakeloader.spark.session_conf(source)`; where no Spark session runs (the
-    Airflow side, the CLI), delta-rs, which reads the tables Delta on Spark writes. Engines are imported lazily,
-    so that importing `engine.base` never loads delta-rs, and the Airflow side never loads pyspark."""
-    if source.engine == "delta_spark" and (session := _active_spark()) is not None:
-        from lakeloader.engine.deltaspark import DeltaSparkEngine
-
-        return DeltaSparkEngine(session)
+def reader_for(source: SourceConfig) -> TableEngine:
+    """The engine that reads a source's tables without Spark (the Airflow side, the CLI): delta-rs, with the
+    storage options of the source's lake root. It reads the tables either engine writes. Imported lazily so
+    that importing `engine.base` (the column names and the interface) never loads delta-rs."""
     from lakeloader.core.storage import delta_storage_options
     from lakeloader.engine.deltars import DeltaRsEngine
 
     return DeltaRsEngine(delta_storage_options(source.lake_root, source.s3_endpoint_url))
-
-
-def _active_spark():
-    """The running Spark session, without importing pyspark where nothing has (None then)."""
-    if "pyspark.sql" not in sys.modules:
-        return None
-    from pyspark.sql import SparkSession
-
-    return SparkSession.getActiveSession()

@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type, to_arrow_schema
 
+from lakeloader.core.storage import spark_path
 from lakeloader.engine.base import (
     ACTION,
     DELETE,
@@ -42,7 +43,6 @@ from lakeloader.engine.base import (
     Predicate,
     Value,
 )
-from lakeloader.storage import spark_path
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 OPTIMIZE_FILE_SIZE = "spark.databricks.delta.optimize.maxFileSize"
