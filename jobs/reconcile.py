@@ -38,11 +38,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: need --from <= --to and checks among {', '.join(CHECKS)}", file=sys.stderr)
         return 2
     from lakeloader.audit.reconcile import run_reconcile
+    from lakeloader.core.spark_conf import session_conf
     from lakeloader.spark import spark_session
 
     label = args.label or f"{zones.format_hour(first)}--{zones.format_hour(last)}-{'-'.join(checks)}"
     with recording_cause(source, first, "reconcile"):
-        spark = spark_session(f"lakeloader-{source.name}-reconcile-{label}")
+        spark = spark_session(f"lakeloader-{source.name}-reconcile-{label}", conf=session_conf(source))
         try:
             report = run_reconcile(spark, source, zones.hour_range(first, last), checks, label)
         finally:

@@ -27,10 +27,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     from lakeloader.audit.replay import run_replay
+    from lakeloader.core.spark_conf import session_conf
     from lakeloader.spark import spark_session
 
     source = config.source(plan["source"])
-    spark = spark_session(f"lakeloader-{source.name}-replay-{plan['mode']}")
+    spark = spark_session(f"lakeloader-{source.name}-replay-{plan['mode']}", conf=session_conf(source))
     try:
         report = run_replay(spark, source, plan, args.label)
     finally:

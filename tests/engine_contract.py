@@ -113,8 +113,9 @@ def exercise(engine, root: str) -> dict:
 def main(workdir: str, endpoint: str | None = None, bucket: str | None = None) -> None:
     """The exercise with the Delta-on-Spark engine in a local directory and, given an S3 endpoint and bucket, on
     S3 through s3a, in one Spark: prints {"local": record, "s3": record}."""
+    from lakeloader.core.spark_conf import jars_conf, s3a_conf
     from lakeloader.engine.deltaspark import DeltaSparkEngine
-    from lakeloader.spark import jars_conf, s3a_conf, spark_session
+    from lakeloader.spark import spark_session
 
     conf = {**jars_conf(), "spark.sql.shuffle.partitions": "1", "spark.local.dir": workdir}
     conf |= s3a_conf(endpoint) if endpoint else {}

@@ -15,7 +15,8 @@ import sys
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
-from lakeloader.spark import jars_conf, s3a_conf, spark_session
+from lakeloader.core.spark_conf import jars_conf, s3a_conf
+from lakeloader.spark import spark_session
 
 
 def rows(frame: DataFrame) -> list[list[object]]:

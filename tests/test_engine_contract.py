@@ -14,9 +14,9 @@ import pytest
 from engine_contract import exercise, rows
 
 from lakeloader.core.config import SourceConfig
+from lakeloader.core.spark_conf import jars_dir, s3a_conf, session_conf
 from lakeloader.engine import reader_for
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.spark import jars_dir, s3a_conf, session_conf
 
 CONTRACT_SCRIPT = Path(__file__).with_name("engine_contract.py")
 _TIMEOUT_SECONDS = 600

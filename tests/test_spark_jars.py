@@ -11,7 +11,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from lakeloader.spark import DELTA_SESSION_CONF, JARS_ENV, extra_jars, jars_conf, jars_dir
+from lakeloader.core.spark_conf import DELTA_SESSION_CONF, JARS_ENV, extra_jars, jars_conf, jars_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CHECK_SCRIPT = Path(__file__).with_name("spark_jars_check.py")

@@ -24,6 +24,7 @@ from airflow.sdk import DAG, AsyncCallback, DeadlineAlert, task
 import lakeloader
 from lakeloader.core import zones
 from lakeloader.core.config import BrokenSource, ConfigError, SourceConfig
+from lakeloader.core.spark_conf import session_conf
 from lakeloader.land.step import land_hour
 from lakeloader_airflow import checks
 from lakeloader_airflow.assets import silver_alias, silver_events
@@ -63,14 +64,14 @@ def default_args(source: SourceConfig, config_file: Path) -> dict[str, Any]:
 
 
 def spark_task(task_id: str, app: Path, args: list[str], source: SourceConfig, doc: str) -> SparkSubmitOperator:
-    """A spark-submit step of `source`, in the source's pool."""
+    """A spark-submit step of `source`, in the source's pool, with the settings its table engine needs."""
     return SparkSubmitOperator(
         task_id=task_id,
         doc_md=doc,
         conn_id=SPARK_CONN_ID,
         application=str(app),
         application_args=list(args),
-        conf=dict(SPARK_CONF),
+        conf={**SPARK_CONF, **session_conf(source)},
         name=f"lakeloader-{source.name}-{task_id}-{HOUR_TEMPLATE}",
         verbose=False,
         pool=pool_for(source.name),

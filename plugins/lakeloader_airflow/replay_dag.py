@@ -22,7 +22,8 @@ from airflow.sdk import DAG, Param, task
 
 from lakeloader.audit.replay_plan import HOUR_PATTERN, MODES, REAPPLY, TABLE_PATTERN, validate
 from lakeloader.core import zones
-from lakeloader.core.config import LakeloaderConfig, load_source, valid_sources
+from lakeloader.core.config import LakeloaderConfig, SourceConfig, load_source, valid_sources
+from lakeloader.core.spark_conf import session_conf
 from lakeloader.core.storage import open_store
 from lakeloader_airflow.callbacks import FailureAlert
 from lakeloader_airflow.dag_factory import JOBS_DIR, SPARK_CONF, SPARK_CONN_ID, pool_for
@@ -112,24 +113,24 @@ def build_replay_dag(config: LakeloaderConfig, config_file: Path) -> DAG:
         chosen = validate_request()
         done = report()
         for source in config.sources:
-            chosen >> _replay_task(source.name, config_file) >> done
+            chosen >> _replay_task(source, config_file) >> done
     return dag
 
 
-def _replay_task(source: str, config_file: Path) -> SparkSubmitOperator:
+def _replay_task(source: SourceConfig, config_file: Path) -> SparkSubmitOperator:
     plan = "{{ ti.xcom_pull(task_ids='validate', key='plan') | tojson }}"
     return SparkSubmitOperator(
-        task_id=f"replay_{source}",
+        task_id=f"replay_{source.name}",
         doc_md=_REPLAY_DOC,
         conn_id=SPARK_CONN_ID,
         application=str(REPLAY_APP),
         application_args=["--plan", plan, "--label", "{{ run_id }}", "--config", str(config_file)],
-        conf=dict(SPARK_CONF),
-        name=f"lakeloader-{source}-replay",
+        conf={**SPARK_CONF, **session_conf(source)},
+        name=f"lakeloader-{source.name}-replay",
         verbose=False,
-        pool=pool_for(source),
+        pool=pool_for(source.name),
         retries=0,
-        on_failure_callback=FailureAlert(source, str(config_file)),
+        on_failure_callback=FailureAlert(source.name, str(config_file)),
     )
 
 

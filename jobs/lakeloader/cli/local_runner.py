@@ -56,9 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     if last < first:
         print(f"error: --to {args.last} is before --from {args.first}", file=sys.stderr)
         return 2
+    from lakeloader.core.spark_conf import session_conf
     from lakeloader.spark import spark_session
 
-    spark = spark_session(f"lakeloader-{source.name}-runner", master=args.master)
+    spark = spark_session(f"lakeloader-{source.name}-runner", master=args.master, conf=session_conf(source))
     try:
         run_hours(spark, source, zones.hour_range(first, last))
     finally:

@@ -45,6 +45,7 @@ def main(step_name: str, step: Step, argv: list[str] | None = None) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from lakeloader.core.spark_conf import session_conf
     from lakeloader.spark import spark_session
 
     print(
@@ -53,7 +54,9 @@ def main(step_name: str, step: Step, argv: list[str] | None = None) -> int:
         flush=True,
     )
     with recording_cause(source, hour, step_name):
-        spark = spark_session(f"lakeloader-{source.name}-{step_name}-{zones.format_hour(hour)}")
+        spark = spark_session(
+            f"lakeloader-{source.name}-{step_name}-{zones.format_hour(hour)}", conf=session_conf(source)
+        )
         try:
             report = step(spark, source, hour)
         finally:
