@@ -31,7 +31,7 @@ from lakeloader_airflow import checks
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 H6 = H5 + timedelta(hours=1)
 AT = datetime(2026, 11, 21, 5, 30, tzinfo=UTC)
-CORPUS = Path(__file__).parent / "fixtures" / "ddl" / "corpus.sql"
+CORPUS = Path(__file__).parents[1] / "fixtures" / "ddl" / "corpus.sql"
 
 
 def spec(*columns: tuple[str, str], table: str = "items") -> dw.TableSpec:

@@ -12,7 +12,7 @@ from lakeloader.runner import run_hours
 from lakeloader.storage import open_store
 from lakeloader.summary import NO_TABLE, collect, mismatches
 
-DEMO_CONFIG = Path(__file__).resolve().parents[1] / "config" / "sources.yaml"
+DEMO_CONFIG = Path(__file__).resolve().parents[2] / "config" / "sources.yaml"
 FIRST = datetime(2026, 11, 21, 0, tzinfo=UTC)
 HOURS = zones.hour_range(FIRST, FIRST + timedelta(hours=2))
 

@@ -16,7 +16,7 @@ from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.generator import dataworks as dw
 from lakeloader.runner import run_hours
-from tests.test_apply import ORDERS, order, silver_rows, user_columns, write_export
+from tests.spark.test_apply import ORDERS, order, silver_rows, user_columns, write_export
 
 FILE_SIZE = 64 * 1024
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("note", pa.string()), *E.METADATA_FIELDS])

@@ -18,7 +18,7 @@ from lakeloader.lines import read_numbered_lines
 from lakeloader.parse import classify, run_parse
 
 FIXTURES = Path(lakeloader.generator.__file__).parent / "seed_examples"
-PAIMON = Path(__file__).resolve().parent / "fixtures" / "peers" / "paimon" / "aliyun" / "table" / "event"
+PAIMON = Path(__file__).resolve().parents[1] / "fixtures" / "peers" / "paimon" / "aliyun" / "table" / "event"
 HOUR = datetime(2026, 11, 21, 5, tzinfo=UTC)
 
 

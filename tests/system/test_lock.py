@@ -23,7 +23,7 @@ from lakeloader.lock import SourceBusy, lock_key, source_lock
 from lakeloader.storage import S3Store, delta_storage_options, open_store
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def local_source(tmp_path: Path) -> SourceConfig:

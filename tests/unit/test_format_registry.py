@@ -10,7 +10,7 @@ from pathlib import Path
 from lakeloader.formats import registry
 from lakeloader.formats.registry import FORMATS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _readme_formats() -> list[str]:
