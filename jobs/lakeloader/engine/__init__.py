@@ -2,7 +2,7 @@
 
 `base.TableEngine` is the neutral interface (Arrow data, typed predicates, no SQL strings); `deltars` is the
 embedded implementation (delta-rs). Product code gets its engine from `engine_for(source)`, never by
-constructing one, and never imports `deltalake` itself (tests/test_engine_seam.py enforces both).
+constructing one, and never imports `deltalake` itself (tests/unit/test_engine_seam.py enforces both).
 """
 
 from __future__ import annotations
