@@ -1,4 +1,5 @@
 # The two front-door commands are `make demo` and `make test`; both set up .venv from requirements.lock first.
+# `make check` is the fast tier a contributor runs after each change (tests/unit and ruff, under 3 minutes).
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -6,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.lock | cut -c1-12)
 SITE := $(VENV)/lib/python3.11/site-packages
 
-.PHONY: setup jars demo test lint lock clean bench bench-small
+.PHONY: setup jars demo check test lint lock clean bench bench-small
 
 setup: $(STAMP)
 
@@ -32,9 +33,15 @@ $(JARS_STAMP): config/jars/pom.xml config/jars/SHA256SUMS bin/fetch-jars
 demo: setup
 	bin/demo
 
+# The fast tier: lint and tests/unit (no Spark session, no Airflow subprocess), fewer Hypothesis examples.
+check: setup
+	$(VENV)/bin/ruff check .
+	bin/with-airflow $(PY) -m pytest tests/unit --hypothesis-profile=check
+
+# Everything: tests/unit, tests/spark and tests/system (what CI runs, .ci/run).
 # The jars' test is skipped (with the reason) when they cannot be fetched, rather than failing every test.
 test: setup
-	@$(MAKE) --no-print-directory jars || echo "WARNING: could not fetch the pinned jars with mvn: tests/test_spark_jars.py is skipped" >&2
+	@$(MAKE) --no-print-directory jars || echo "WARNING: could not fetch the pinned jars with mvn: tests/system/test_spark_jars.py is skipped" >&2
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	bin/with-airflow $(PY) -m pytest

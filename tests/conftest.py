@@ -1,5 +1,15 @@
 """Shared fixtures. Keep each one small and documented; add new ones in their own section.
 
+Tiers (one directory each; `make check` runs the first, `make test` all three)
+    tests/unit    pure functions, Airflow DAG objects parsed in-process, loopback servers (moto S3, receivers):
+                  never the Spark session nor an Airflow subprocess (enforced below), seconds in all.
+    tests/spark   the Spark session: parsers, apply, DDL, reconcile, replay on small inputs.
+    tests/system  Airflow subprocesses and the scheduler, spark-submit, kill -9 campaigns, the oracle matrix.
+    Each test gets the marker of its tier (`-m "not system"`).
+Hypothesis profiles
+    `test` (the default): each test's own example counts; `check` (`make check`, or `--hypothesis-profile=check`,
+    or LAKELOADER_HYPOTHESIS_PROFILE=check): a quarter of the default number of examples.
+
 Object storage
     s3_endpoint  (session)  URL of a real moto S3 server on loopback, started once, stopped by PID.
     s3_bucket    (function) name of a fresh, empty bucket on that server.
@@ -22,6 +32,36 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tiers and Hypothesis profiles
+# ---------------------------------------------------------------------------------------------------------------
+
+TIERS = ("unit", "spark", "system")
+# what a unit test must not use: each starts a JVM or an Airflow subprocess (seconds to minutes)
+_NOT_IN_UNIT = frozenset({"spark", "parse_messages", "airflow_env"})
+
+settings.register_profile("test", settings.default)
+settings.register_profile("check", max_examples=max(1, settings.default.max_examples // 4))
+settings.load_profile(os.environ.get("LAKELOADER_HYPOTHESIS_PROFILE", "test"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its tier (its directory under tests/); a unit test that asks for the Spark session or
+    an Airflow subprocess belongs in tests/spark or tests/system, and fails the collection saying so."""
+    misplaced = []
+    for item in items:
+        parts = Path(str(item.path)).parts
+        tier = next((part for part in TIERS if part in parts[-2:-1]), None)
+        if tier is None:
+            continue
+        item.add_marker(getattr(pytest.mark, tier))
+        if tier == "unit" and _NOT_IN_UNIT & set(getattr(item, "fixturenames", ())):
+            misplaced.append(f"{item.nodeid} uses {sorted(_NOT_IN_UNIT & set(item.fixturenames))}")
+    if misplaced:
+        raise pytest.UsageError("tests/unit must not use the Spark session or Airflow:\n" + "\n".join(misplaced))
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # Object storage: a moto S3 server

@@ -1,4 +1,4 @@
-"""The table-engine contract as one scripted exercise, run against each engine (tests/test_engine_contract.py):
+"""The table-engine contract as one scripted exercise, run against each engine (tests/system/test_engine_contract.py):
 every `TableEngine` operation the loader uses, on one table, with what each returned or left behind. Both
 engines must give the same record. Run as a script it exercises the Delta-on-Spark engine in its own Spark
 (the pinned jars must be in the JVM when it starts) and prints the record as JSON:

@@ -1,4 +1,4 @@
-"""Run by tests/test_spark_jars.py in its own process (a JVM's jars are fixed when it starts, and the test
+"""Run by tests/system/test_spark_jars.py in its own process (a JVM's jars are fixed when it starts, and the test
 session's Spark JVM has none of ours): a local Spark session with `lakeloader.spark.jars_conf()` merges a
 Delta table with delta-spark on `s3a://` (a moto S3 server) and round-trips Avro there. (One Delta table
 only, on s3a, to keep it cheap: it needs the Delta jars, hadoop-aws and the AWS SDK bundle all at once.)

@@ -6,7 +6,7 @@ the format's own ordering key (sequence id, event time, SCN, `es`, `ts_ms`, ...)
 messages across files and hours must give the same table; DebeziumSmt messages carry no order and must be
 exported in order. A DDL change (`DDL`, its `statement`; `TRUNCATE` without one) is written where each format's
 document puts a statement (WITH_DDL_TEXT): DataWorks `ddl.text`, OMS `postStruct.ddl`, Canal `sql`, SharePlex
-`sql.ddl`, DTS Avro's after-image; the DDL oracle (tests/test_ddl_oracle.py) writes its streams so.
+`sql.ddl`, DTS Avro's after-image; the DDL oracle (tests/system/test_ddl_oracle.py) writes its streams so.
 
 Rows hold Python values (int, Decimal, float, date, naive datetime for a wall clock, UTC datetime for an
 instant, bytes, str). Each column has a *kind* (BIGINT ... TEXT); each format declares a kind with its own

@@ -3,7 +3,7 @@
 `base.TableEngine` is the neutral interface (Arrow data, typed predicates, no SQL strings); `deltars` is the
 embedded implementation (delta-rs), `deltaspark` the cluster one (Delta Lake on Spark). Product code gets its
 engine from `factory.engine_for(source)` (Spark jobs) or `reader_for(source)` (reads without Spark), never by
-constructing one, and never imports `deltalake` itself (tests/test_engine_seam.py enforces both).
+constructing one, and never imports `deltalake` itself (tests/unit/test_engine_seam.py enforces both).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # The DAG files and the plugin module: Airflow's, and only through the core and the Airflow package.
 AIRFLOW_ENTRY_FILES = [*sorted((ROOT / "dags").glob("*.py")), ROOT / "plugins" / "lakeloader_plugin.py"]
 ALLOWED_FIRST_PARTY = ("lakeloader.core", "lakeloader_airflow")

@@ -89,7 +89,7 @@ def test_path_comes_from_the_environment_variable_when_not_given(
 
 
 def test_the_shipped_sources_file_is_valid() -> None:
-    assert load_config(Path(__file__).parents[1] / "config" / "sources.yaml").sources
+    assert load_config(Path(__file__).parents[2] / "config" / "sources.yaml").sources
 
 
 def test_unknown_source_name_lists_the_configured_ones(tmp_path: Path) -> None:

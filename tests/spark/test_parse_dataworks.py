@@ -18,7 +18,7 @@ from lakeloader.parse.numbered_lines import read_numbered_lines
 from lakeloader.parse.step import classify, run_parse
 
 FIXTURES = Path(tools.cdcgen.__file__).parent / "seed_examples"
-PAIMON = Path(__file__).resolve().parent / "fixtures" / "peers" / "paimon" / "aliyun" / "table" / "event"
+PAIMON = Path(__file__).resolve().parents[1] / "fixtures" / "peers" / "paimon" / "aliyun" / "table" / "event"
 HOUR = datetime(2026, 11, 21, 5, tzinfo=UTC)
 
 

@@ -20,7 +20,7 @@ import pytest
 from lakeloader.apply.ddl import statements as S
 from lakeloader.apply.ddl.statements import parse_ddl
 
-CORPUS = Path(__file__).parent / "fixtures" / "ddl" / "corpus.tsv"
+CORPUS = Path(__file__).parents[1] / "fixtures" / "ddl" / "corpus.tsv"
 
 
 def _name(table: S.TableName | None) -> str:
@@ -93,7 +93,7 @@ def test_corpus_covers_each_dialect_and_outcome_with_the_counts_docs_give():
     by_dialect = Counter(dialect for dialect, _, _ in rows)
     by_outcome = Counter(outcome(expected) for _, _, expected in rows)
     assert set(by_dialect) == {"mysql", "oracle", "oceanbase", "oceanbase_oracle"}
-    documented = (Path(__file__).parents[1] / "docs" / "ddl.md").read_text()
+    documented = (Path(__file__).parents[2] / "docs" / "ddl.md").read_text()
     line = (
         f"{len(rows)} statements ({', '.join(f'{by_dialect[d]} {d}' for d in sorted(by_dialect))}): "
         f"{by_outcome['schema change']} schema changes, {by_outcome['no-op']} no-ops, "

@@ -1,7 +1,7 @@
 """Both table engines keep one contract (tests/engine_contract.py): delta-rs in this process, Delta Lake on Spark
 in its own Spark with the pinned jars (a JVM's jars are fixed when it starts); and the tables Delta on Spark
 writes read the same with delta-rs (the Airflow side reads them so). Delta on Spark through s3a with the same
-settings (`lakeloader.spark.s3a_conf`) is tests/test_spark_jars.py's."""
+settings (`lakeloader.spark.s3a_conf`) is tests/system/test_spark_jars.py's."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from lakeloader.core.spark_conf import jars_dir, s3a_conf, session_conf
 from lakeloader.engine import reader_for
 from lakeloader.engine.deltars import DeltaRsEngine
 
-CONTRACT_SCRIPT = Path(__file__).with_name("engine_contract.py")
+CONTRACT_SCRIPT = Path(__file__).parents[1] / "engine_contract.py"
 _TIMEOUT_SECONDS = 600
 PROPERTIES = {"lakeloader.schemaSeq": "[7, 0]", "primary_key": '["id"]'}
 EXPECTED = {

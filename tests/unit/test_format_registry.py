@@ -10,7 +10,7 @@ from pathlib import Path
 from lakeloader.core import format_registry as registry
 from lakeloader.core.format_registry import FORMATS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _readme_formats() -> list[str]:

@@ -13,8 +13,8 @@ import pytest
 
 from lakeloader.core.spark_conf import DELTA_SESSION_CONF, JARS_ENV, extra_jars, jars_conf, jars_dir
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-CHECK_SCRIPT = Path(__file__).with_name("spark_jars_check.py")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHECK_SCRIPT = Path(__file__).parents[1] / "spark_jars_check.py"
 _CHECK_TIMEOUT_SECONDS = 240
 
 

@@ -18,7 +18,7 @@ from deltalake import DeltaTable
 from lakeloader.audit.replay_plan import validate
 from lakeloader.core.config import load_config
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 WITH_AIRFLOW = REPO_ROOT / "bin" / "with-airflow"
 DAG_ID = "lakeloader_shop_hourly"
 DAG_RUN_TIMEOUT_SECONDS = 600

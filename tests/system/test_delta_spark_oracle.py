@@ -1,4 +1,4 @@
-"""The DDL oracle (tests/test_ddl_oracle.py) with `engine: delta_spark`: the local runner, in its own process
+"""The DDL oracle (tests/system/test_ddl_oracle.py) with `engine: delta_spark`: the local runner, in its own process
 (its Spark JVM starts with the pinned jars that `session_conf` names), loads a random stream of a keyed and a
 keyless table with DDL interleaved (column adds, drops, renames and type changes, TRUNCATE, DROP and RENAME
 TABLE) and re-deliveries; Delta Lake on Spark writes every table, and they equal the models (read with

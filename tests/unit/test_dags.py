@@ -18,8 +18,8 @@ from airflow.timetables.base import DataInterval
 from lakeloader.core.config import ConfigError
 from lakeloader_airflow.timetable import HourIntervals
 
-DAGS_DIR = Path(__file__).resolve().parents[1] / "dags"
-JOBS_DIR = Path(__file__).resolve().parents[1] / "jobs"
+DAGS_DIR = Path(__file__).resolve().parents[2] / "dags"
+JOBS_DIR = Path(__file__).resolve().parents[2] / "jobs"
 
 CONFIG = """\
 sources:

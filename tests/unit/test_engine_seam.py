@@ -12,7 +12,7 @@ from pathlib import Path
 from lakeloader.engine import base as E
 from lakeloader.engine.deltars import newer, predicate_sql
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "jobs/lakeloader/engine"
 # the benchmark measures delta-rs itself (and leaves the shipped package with issue 15's tooling move)
 TOOLING = ROOT / "tools/bench"

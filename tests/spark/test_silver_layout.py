@@ -15,7 +15,7 @@ from lakeloader.cli.local_runner import run_hours
 from lakeloader.core.config import SourceConfig
 from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
-from tests.test_apply import ORDERS, order, silver_rows, user_columns, write_export
+from tests.spark.test_apply import ORDERS, order, silver_rows, user_columns, write_export
 from tools.cdcgen import dataworks as dw
 
 FILE_SIZE = 64 * 1024

@@ -12,7 +12,7 @@ from lakeloader.core.config import load_source
 from lakeloader.core.storage import open_store
 from tools.cdcgen.demo import write_demo_export
 
-DEMO_CONFIG = Path(__file__).resolve().parents[1] / "config" / "sources.yaml"
+DEMO_CONFIG = Path(__file__).resolve().parents[2] / "config" / "sources.yaml"
 FIRST = datetime(2026, 11, 21, 0, tzinfo=UTC)
 HOURS = zones.hour_range(FIRST, FIRST + timedelta(hours=2))
 

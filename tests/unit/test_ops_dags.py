@@ -11,8 +11,8 @@ from airflow.dag_processing.dagbag import DagBag
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import ParamValidationError
 
-DAGS_DIR = Path(__file__).resolve().parents[1] / "dags"
-JOBS_DIR = Path(__file__).resolve().parents[1] / "jobs"
+DAGS_DIR = Path(__file__).resolve().parents[2] / "dags"
+JOBS_DIR = Path(__file__).resolve().parents[2] / "jobs"
 CONFIG = """\
 sources:
   - name: shop

@@ -23,7 +23,7 @@ from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.land.step import land_hour
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def local_source(tmp_path: Path) -> SourceConfig:

@@ -1,0 +1,199 @@
+"""DDL text parsed into operations (never executed): each statement kind in MySQL and Oracle flavour, multi-clause
+ALTERs, temporary tables, ordinary statements that are no-ops, multi-table DROP and RENAME; and a multi-clause
+ALTER that cannot perform one clause changes nothing. No Spark: tests/spark/test_ddl.py performs DDL in streams."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from lakeloader.ddl import changes as D
+from lakeloader.ddl import statements as S
+from lakeloader.ddl.statements import parse_ddl
+from lakeloader.engine import base as E
+from lakeloader.engine.deltars import DeltaRsEngine
+from lakeloader.storage import open_store
+
+
+@pytest.mark.parametrize(
+    ("dialect", "text", "expected"),
+    [
+        (
+            "mysql",
+            "/* Query from DMS-WEBSQL-0-Qid_1 */ ALTER TABLE `shop`.`items` ADD COLUMN `price` DECIMAL(10,2) "
+            "DEFAULT 5 COMMENT 'p' AFTER `id`, ADD COLUMN note VARCHAR(20) FIRST",
+            S.Statement(
+                S.TableName("shop", "items"),
+                (S.AddColumns((S.Column("price", "decimal(10,2)", "5"),)), S.AddColumns((S.Column("note", "string"),))),
+            ),
+        ),
+        (
+            "oracle",
+            'ALTER TABLE "SHOP"."ITEMS" ADD ("PRICE" NUMBER(10,2), "N" NUMBER(5))',
+            S.Statement(
+                S.TableName("SHOP", "ITEMS"),
+                (S.AddColumns((S.Column("PRICE", "decimal(10,2)"), S.Column("N", "decimal(5,0)"))),),
+            ),
+        ),
+        (
+            "mysql",
+            "ALTER TABLE items DROP COLUMN a, DROP b",
+            S.Statement(S.TableName(None, "items"), (S.DropColumns(("a",)), S.DropColumns(("b",)))),
+        ),
+        (
+            "oracle",
+            "ALTER TABLE ITEMS DROP COLUMN A",
+            S.Statement(S.TableName(None, "ITEMS"), (S.DropColumns(("A",)),)),
+        ),
+        (
+            "mysql",
+            "ALTER TABLE items RENAME COLUMN a TO b",
+            S.Statement(S.TableName(None, "items"), (S.RenameColumn("a", "b"),)),
+        ),
+        (
+            "oracle",
+            "ALTER TABLE ITEMS RENAME COLUMN A TO B",
+            S.Statement(S.TableName(None, "ITEMS"), (S.RenameColumn("A", "B"),)),
+        ),
+        (
+            "mysql",
+            "ALTER TABLE items CHANGE a b BIGINT",
+            S.Statement(S.TableName(None, "items"), (S.ChangeColumnType("b", "bigint", "a"),)),
+        ),
+        (
+            "mysql",
+            "ALTER TABLE items MODIFY COLUMN qty BIGINT NOT NULL",
+            S.Statement(S.TableName(None, "items"), (S.ChangeColumnType("qty", "bigint"),)),
+        ),
+        (
+            "oracle",
+            "ALTER TABLE ITEMS MODIFY (A NUMBER(12,2), B VARCHAR2(40))",
+            S.Statement(
+                S.TableName(None, "ITEMS"),
+                (S.ChangeColumnType("A", "decimal(12,2)"), S.ChangeColumnType("B", "string")),
+            ),
+        ),
+        (
+            "mysql",
+            "RENAME TABLE `shop`.`a` TO `shop`.`b`",
+            S.Statement(S.TableName("shop", "a"), (S.RenameTable(S.TableName("shop", "b")),)),
+        ),
+        (
+            "oracle",
+            "ALTER TABLE A RENAME TO B",
+            S.Statement(S.TableName(None, "A"), (S.RenameTable(S.TableName(None, "B")),)),
+        ),
+        ("mysql", "TRUNCATE TABLE items", S.Statement(S.TableName(None, "items"), (S.TruncateTable(),))),
+        ("oracle", "DROP TABLE ITEMS PURGE", S.Statement(S.TableName(None, "ITEMS"), (S.DropTable(),))),
+        (
+            "mysql",
+            "CREATE TABLE t (id BIGINT, k INT, v DECIMAL(5,1), PRIMARY KEY (id, k))",
+            S.Statement(
+                S.TableName(None, "t"),
+                (
+                    S.CreateTable(
+                        (S.Column("id", "bigint"), S.Column("k", "int"), S.Column("v", "decimal(5,1)")), ("id", "k")
+                    ),
+                ),
+            ),
+        ),
+        ("mysql", "CREATE INDEX i ON items (a)", S.Statement(None, (S.NoOp("CREATE INDEX"),))),
+        (
+            "mysql",
+            "ALTER TABLE items ADD COLUMN `x``; DROP TABLE y; --` INT",
+            S.Statement(S.TableName(None, "items"), (S.AddColumns((S.Column("x`; DROP TABLE y; --", "int"),)),)),
+        ),
+    ],
+)
+def test_statements_parse_into_operations(dialect, text, expected):
+    assert parse_ddl(text, dialect) == expected
+
+
+def test_several_statements_in_one_text_are_refused_not_split():
+    assert parse_ddl("ALTER TABLE items ADD COLUMN a INT; DROP TABLE items") == S.Unsupported(
+        "expected one statement, found 2"
+    )
+
+
+def test_a_multi_clause_alter_table_gives_every_clause_in_order():
+    text = (
+        "ALTER TABLE t ADD COLUMN v4 INT, MODIFY COLUMN v1 VARCHAR(20), "
+        "ADD COLUMN (v5 DOUBLE, v6 DECIMAL(5,3) COMMENT 'x'), MODIFY v2 BIGINT"
+    )
+    assert parse_ddl(text) == S.Statement(
+        S.TableName(None, "t"),
+        (
+            S.AddColumns((S.Column("v4", "int"),)),
+            S.ChangeColumnType("v1", "string"),
+            S.AddColumns((S.Column("v5", "double"), S.Column("v6", "decimal(5,3)"))),
+            S.ChangeColumnType("v2", "bigint"),
+        ),
+    )
+
+
+def test_a_clause_that_cannot_be_read_sends_the_whole_statement_to_the_policy_naming_it():
+    parsed = parse_ddl("ALTER TABLE t ADD COLUMN v4 INT, FROBNICATE v4, DROP COLUMN v1")
+    assert parsed == S.Unsupported("ALTER TABLE clause 'FROBNICATE v4': not a clause we can perform")
+
+
+def test_a_multi_clause_alter_that_cannot_perform_one_clause_changes_nothing(tmp_path):
+    engine, lake = DeltaRsEngine(), open_store(str(tmp_path))
+    location = D.TableLocation("shop", "shop", "items")
+    uri = lake.child(location.silver_key())
+    fields = [pa.field("id", pa.int64()), pa.field("qty", pa.int64()), *E.METADATA_FIELDS]
+    engine.create(uri, pa.schema(fields), {"lakeloader.primaryKey": '["id"]'}, {})
+    statement = parse_ddl("ALTER TABLE items ADD COLUMN note TEXT, MODIFY COLUMN qty INT")  # the second narrows
+    with pytest.raises(D.UnsupportedOperation, match="type change of qty from bigint to int is not a widening"):
+        D.perform(engine, lake, location, statement, (Decimal(5), Decimal(0)), {})
+    assert engine.schema(uri).names[:2] == ["id", "qty"] and "note" not in engine.schema(uri).names
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "DROP TEMPORARY TABLE items",
+        "DROP TEMPORARY TABLE IF EXISTS `shop`.`items`, other",
+        "CREATE TEMPORARY TABLE items (id INT PRIMARY KEY)",
+        "CREATE TEMPORARY TABLE IF NOT EXISTS items AS SELECT * FROM other",
+    ],
+)
+def test_temporary_tables_are_session_local_no_ops(text):
+    parsed = parse_ddl(text)
+    assert isinstance(parsed, S.Statement) and parsed.table is None
+    assert all(isinstance(op, S.NoOp) for op in parsed.operations)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "text", "kind"),
+    [
+        ("mysql", "CREATE TABLE t (id INT PRIMARY KEY, v INT) PARTITION BY HASH (id) PARTITIONS 4", S.CreateTable),
+        ("mysql", "CREATE ALGORITHM=MERGE DEFINER=`root`@`%` SQL SECURITY DEFINER VIEW v AS SELECT 1", S.NoOp),
+        ("mysql", "CREATE INDEX i USING BTREE ON t (a)", S.NoOp),
+        ("mysql", "CREATE INDEX i ON t (a) USING BTREE", S.NoOp),
+        ("mysql", "ALTER TABLE t DROP PARTITION p0, p1", S.NoOp),
+        (
+            "mysql",
+            "CREATE DEFINER=`root`@`%` TRIGGER tr BEFORE INSERT ON t FOR EACH ROW BEGIN SET NEW.a = 1; END",
+            S.NoOp,
+        ),
+        ("mysql", "CREATE FUNCTION f() RETURNS INT BEGIN DECLARE n INT; SET n = 1; RETURN n; END", S.NoOp),
+        ("oracle", "CREATE OR REPLACE PROCEDURE p AS BEGIN UPDATE t SET a = 1; COMMIT; END;", S.NoOp),
+    ],
+)
+def test_ordinary_statements_are_performed_or_no_ops_not_sent_to_the_policy(dialect, text, kind):
+    parsed = parse_ddl(text, dialect)
+    assert isinstance(parsed, S.Statement) and [type(op) for op in parsed.operations] == [kind]
+
+
+def test_multi_table_drop_and_rename_are_one_statement_per_table():
+    assert parse_ddl("DROP TABLE a, shop.b") == S.Statements(
+        (S.Statement(S.TableName(None, "a"), (S.DropTable(),)), S.Statement(S.TableName("shop", "b"), (S.DropTable(),)))
+    )
+    assert parse_ddl("RENAME TABLE a TO b, c TO d") == S.Statements(
+        (
+            S.Statement(S.TableName(None, "a"), (S.RenameTable(S.TableName(None, "b")),)),
+            S.Statement(S.TableName(None, "c"), (S.RenameTable(S.TableName(None, "d")),)),
+        )
+    )
