@@ -11,7 +11,6 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lakeloader.apply import schema_changes as D
 from lakeloader.apply.ddl import statements as S
 from lakeloader.apply.ddl.statements import parse_ddl
 from lakeloader.apply.schema_changes import DdlPolicyError
@@ -20,8 +19,6 @@ from lakeloader.audit.reconcile import run_reconcile
 from lakeloader.cli.local_runner import run_hours
 from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig, WebhookAlert
-from lakeloader.core.storage import open_store
-from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.land.step import land_hour
 from lakeloader.parse.step import run_parse

@@ -9,12 +9,12 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from lakeloader.ddl import changes as D
-from lakeloader.ddl import statements as S
-from lakeloader.ddl.statements import parse_ddl
+from lakeloader.apply import schema_changes as D
+from lakeloader.apply.ddl import statements as S
+from lakeloader.apply.ddl.statements import parse_ddl
+from lakeloader.core.storage import open_store
 from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
-from lakeloader.storage import open_store
 
 
 @pytest.mark.parametrize(
