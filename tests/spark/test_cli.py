@@ -3,11 +3,15 @@ loaded lake without Spark."""
 
 from __future__ import annotations
 
+import io
+import re
 from pathlib import Path
 
 from format_support import HOUR, run, source_for, write_export
 
 from lakeloader.cli import commands as cli
+from lakeloader.cli import progress
+from lakeloader.cli.local_runner import run_hours
 from tools.cdcgen import dataworks as dw
 
 ORDERS = dw.TableSpec("shop", "orders", (("id", "LONG"), ("status", "STRING")), ("id",))
@@ -44,3 +48,24 @@ def test_status_and_quarantine_show_read_a_loaded_hour(spark, tmp_path: Path, ca
     [row] = cli.quarantined(source, HOUR)
     assert (row["origin_file"], row["origin_line"], row["message"]) == ("orders.json", 2, "{broken")
     assert cli.render_quarantined([row], limit=50).splitlines()[1] == f"orders.json:2  (no table)  {row['reason']}"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_run_on_a_terminal_shows_each_steps_spark_tasks_and_duration(spark, tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(progress, "POLL_SECONDS", 0.02)
+    source = source_for("dataworks_json", tmp_path)
+    write_export(source, "orders.json", list(dw.insert(ORDERS, 1, HOUR, {"id": 1, "status": "new"})))
+    terminal = _Terminal()
+
+    run_hours(spark, source, [HOUR], emit=lambda _: None, progress=terminal)
+
+    finished = [part for part in terminal.getvalue().split("\r\x1b[K") if " done in " in part]
+    assert [part.split(" done in ")[0] for part in finished] == [
+        "land 2026-11-21T05", "parse 2026-11-21T05", "apply 2026-11-21T05"
+    ]  # fmt: skip
+    assert finished[-1].endswith("(3/3)\n")
+    assert re.search(r"parse 2026-11-21T05 \[[#.]{24}\] \d+/\d+ tasks", terminal.getvalue())

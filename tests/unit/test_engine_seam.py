@@ -10,6 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from lakeloader.engine import base as E
+from lakeloader.engine import deltaspark
 from lakeloader.engine.deltars import newer, predicate_sql
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,4 +73,20 @@ def test_delta_rs_renders_a_null_position_as_the_oldest_in_its_merge_condition()
     condition = newer((E.SEQ, E.POSITION), absent=frozenset({f"t.{E.POSITION}"}))
     assert condition == (
         '((s."_cdc_seq" > t."_cdc_seq") OR (s."_cdc_seq" = t."_cdc_seq" AND coalesce(s."_cdc_position", \'\') > \'\'))'
+    )
+
+
+def test_delta_on_spark_renders_the_same_predicates_in_spark_sql() -> None:
+    older = E.before((E.SEQ, E.SEQ2), (Decimal(5), Decimal(3)))
+    assert deltaspark.predicate_sql(older) == (
+        "`_cdc_seq` < CAST('5' AS DECIMAL(38,0)) OR "
+        "(`_cdc_seq` = CAST('5' AS DECIMAL(38,0)) AND `_cdc_seq2` < CAST('3' AS DECIMAL(38,0)))"
+    )
+    expired = E.Compare(E.DELETED_AT, "<", datetime(2026, 1, 1, tzinfo=UTC))
+    assert deltaspark.predicate_sql(expired) == "`_cdc_deleted_at` < TIMESTAMP '2026-01-01T00:00:00+00:00'"
+    assert deltaspark.predicate_sql(E.NotNull("we`ird")) == "`we``ird` IS NOT NULL"
+    assert deltaspark.predicate_sql(E.Compare("name", "=", "o'brien\\")) == "`name` = 'o\\'brien\\\\'"
+    # a side without the position column counts it as the oldest value
+    assert deltaspark.newer((E.SEQ, E.POSITION), {E.SEQ, E.POSITION}, {E.SEQ}) == (
+        "((s.`_cdc_seq` > t.`_cdc_seq`) OR (s.`_cdc_seq` = t.`_cdc_seq` AND coalesce(s.`_cdc_position`, '') > ''))"
     )

@@ -3,7 +3,8 @@
     python -m lakeloader.cli.local_runner --source shop --from 2026-11-21T00 --to 2026-11-21T02 [--config FILE]
 
 Runs the same three steps as the hourly DAG, in one process with one local Spark session, hour by hour,
-and prints each step's counts as JSON lines. Used for debugging and by the tests.
+and prints each step's counts as JSON lines (and on standard error each step's progress: a bar of its Spark
+tasks on a terminal, its duration when done). Used for debugging and by the tests.
 """
 
 from __future__ import annotations
@@ -11,15 +12,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import nullcontext
 from datetime import datetime
+from typing import TextIO
 
+from lakeloader.cli.progress import Progress, spark_tasks
 from lakeloader.core import zones
 from lakeloader.core.config import ConfigError, SourceConfig, load_source
 from lakeloader.land.step import land_hour
 
 
-def run_hours(spark, source: SourceConfig, hours: list[datetime], emit=print) -> list[dict]:
-    """Land, parse and apply each hour in turn; returns the step reports in order."""
+def run_hours(
+    spark, source: SourceConfig, hours: list[datetime], emit=print, progress: TextIO | None = None
+) -> list[dict]:
+    """Land, parse and apply each hour in turn; returns the step reports in order. `progress`: a stream to
+    report each step on (`cli.progress`: a bar of the step's Spark tasks on a terminal)."""
     from lakeloader.apply.step import run_apply
     from lakeloader.parse.step import run_parse
 
@@ -28,12 +35,12 @@ def run_hours(spark, source: SourceConfig, hours: list[datetime], emit=print) ->
         ("parse", lambda hour: run_parse(spark, source, hour)),
         ("apply", lambda hour: run_apply(spark, source, hour)),
     )
+    shown = Progress(progress, spark_tasks(spark), len(hours) * len(steps)) if progress else None
     reports = []
     for hour in hours:
         for step, run in steps:  # each step's report as soon as it is done: progress, not a wait for the hour
-            if emit is print:
-                print(f"{step} {zones.format_hour(hour)} ...", file=sys.stderr, flush=True)
-            report = {"step": step, **run(hour)}
+            with shown.step(f"{step} {zones.format_hour(hour)}") if shown else nullcontext():
+                report = {"step": step, **run(hour)}
             emit(json.dumps(report, default=str))
             reports.append(report)
     return reports
@@ -61,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = spark_session(f"lakeloader-{source.name}-runner", master=args.master, conf=session_conf(source))
     try:
-        run_hours(spark, source, zones.hour_range(first, last))
+        run_hours(spark, source, zones.hour_range(first, last), progress=sys.stderr)
     finally:
         spark.stop()
     return 0

@@ -118,6 +118,36 @@ def before(columns: Sequence[str], values: Sequence[Value]) -> Predicate:
     return Or(tuple(terms)) if len(terms) > 1 else terms[0]
 
 
+def render_predicate(predicate: Predicate, column: Callable[[str], str], value: Callable[[Value], str]) -> str:
+    """A typed predicate as SQL text in an engine's dialect: `column` quotes a name, `value` renders a literal;
+    compound terms inside another are parenthesised."""
+
+    def render(term: Predicate, nested: bool) -> str:
+        if isinstance(term, Compare):
+            return f"{column(term.column)} {term.op} {value(term.value)}"
+        if isinstance(term, NotNull):
+            return f"{column(term.column)} IS NOT NULL"
+        if isinstance(term, And | Or):
+            text = (" AND " if isinstance(term, And) else " OR ").join(render(t, True) for t in term.terms)
+            return f"({text})" if nested and len(term.terms) > 1 else text
+        raise TypeError(f"not a predicate: {term!r}")
+
+    return render(predicate, False)
+
+
+def render_newer(order_columns: tuple[str, ...], source: Callable[[str], str], target: Callable[[str], str]) -> str:
+    """SQL for 'the source row's ordering key is greater than the target row's', lexicographically over
+    `order_columns`; `source`/`target` render a column of each side (with its NULL_AS_OLDEST treatment). With no
+    ordering columns every source row counts as newer."""
+    if not order_columns:
+        return "TRUE"
+    terms = []
+    for i, column in enumerate(order_columns):
+        equal_before = [f"{source(c)} = {target(c)}" for c in order_columns[:i]]
+        terms.append(" AND ".join([*equal_before, f"{source(column)} > {target(column)}"]))
+    return "(" + " OR ".join(f"({t})" for t in terms) + ")"
+
+
 class TableEngine(Protocol):
     def exists(self, uri: str) -> bool: ...
 

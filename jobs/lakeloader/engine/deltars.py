@@ -20,6 +20,7 @@ import json
 from collections.abc import Callable
 from datetime import date, datetime
 from decimal import Decimal
+from functools import partial
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
@@ -40,14 +41,12 @@ from lakeloader.engine.base import (
     STAGING_COLUMNS,
     STATS_COLUMNS_PROPERTY,
     UPSERT,
-    And,
-    Compare,
     MergeResult,
-    NotNull,
-    Or,
     Predicate,
     UnreadableTable,
     Value,
+    render_newer,
+    render_predicate,
 )
 
 if TYPE_CHECKING:
@@ -81,18 +80,9 @@ def value_sql(value: Value) -> str:
     raise TypeError(f"no SQL literal for {type(value).__name__} {value!r}")
 
 
-def predicate_sql(predicate: Predicate, nested: bool = False) -> str:
-    """A typed predicate (`lakeloader.engine.base`) in delta-rs' SQL; compound terms inside another are
-    parenthesised."""
-    if isinstance(predicate, Compare):
-        return f"{quote(predicate.column)} {predicate.op} {value_sql(predicate.value)}"
-    if isinstance(predicate, NotNull):
-        return f"{quote(predicate.column)} IS NOT NULL"
-    if isinstance(predicate, And | Or):
-        joiner = " AND " if isinstance(predicate, And) else " OR "
-        text = joiner.join(predicate_sql(term, nested=True) for term in predicate.terms)
-        return f"({text})" if nested and len(predicate.terms) > 1 else text
-    raise TypeError(f"not a predicate: {predicate!r}")
+def predicate_sql(predicate: Predicate) -> str:
+    """A typed predicate (`lakeloader.engine.base`) in delta-rs' SQL."""
+    return render_predicate(predicate, quote, value_sql)
 
 
 INT64_LIMITS = (-(2**63), 2**63 - 1)
@@ -177,8 +167,6 @@ def newer(
     """SQL for 'the source row's ordering key is greater than the target row's' (lexicographic, a NULL in a
     column of NULL_AS_OLDEST the oldest value, as is such a column that a side lacks: `absent` holds
     'side.column'); with no ordering columns every source row counts as newer."""
-    if not order_columns:
-        return "TRUE"
 
     def value(side: str, column: str) -> str:
         if column not in NULL_AS_OLDEST:
@@ -187,11 +175,7 @@ def newer(
             return value_sql(NULL_AS_OLDEST[column])
         return f"coalesce({side}.{quote(column)}, {value_sql(NULL_AS_OLDEST[column])})"
 
-    terms = []
-    for i, column in enumerate(order_columns):
-        equal_before = [f"{value(source, c)} = {value(target, c)}" for c in order_columns[:i]]
-        terms.append(" AND ".join([*equal_before, f"{value(source, column)} > {value(target, column)}"]))
-    return "(" + " OR ".join(f"({t})" for t in terms) + ")"
+    return render_newer(order_columns, partial(value, source), partial(value, target))
 
 
 class DeltaRsEngine:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Decimal
+from functools import partial
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,13 +36,11 @@ from lakeloader.engine.base import (
     PRESENT,
     STAGING_COLUMNS,
     UPSERT,
-    And,
-    Compare,
     MergeResult,
-    NotNull,
-    Or,
     Predicate,
     Value,
+    render_newer,
+    render_predicate,
 )
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
@@ -78,24 +77,14 @@ def value_sql(value: Value) -> str:
     raise TypeError(f"no SQL literal for {type(value).__name__} {value!r}")
 
 
-def predicate_sql(predicate: Predicate, nested: bool = False) -> str:
+def predicate_sql(predicate: Predicate) -> str:
     """A typed predicate (`lakeloader.engine.base`) in Spark SQL."""
-    if isinstance(predicate, Compare):
-        return f"{quote(predicate.column)} {predicate.op} {value_sql(predicate.value)}"
-    if isinstance(predicate, NotNull):
-        return f"{quote(predicate.column)} IS NOT NULL"
-    if isinstance(predicate, And | Or):
-        joiner = " AND " if isinstance(predicate, And) else " OR "
-        text = joiner.join(predicate_sql(term, nested=True) for term in predicate.terms)
-        return f"({text})" if nested and len(predicate.terms) > 1 else text
-    raise TypeError(f"not a predicate: {predicate!r}")
+    return render_predicate(predicate, quote, value_sql)
 
 
 def newer(order_columns: tuple[str, ...], source_columns: set[str], target_columns: set[str]) -> str:
     """Spark SQL for 'the source row's ordering key is greater than the target row's' (lexicographic; a NULL in,
     or a side's lack of, a column of NULL_AS_OLDEST is the oldest value); TRUE without ordering columns."""
-    if not order_columns:
-        return "TRUE"
 
     def value(side: str, columns: set[str], column: str) -> str:
         if column not in NULL_AS_OLDEST:
@@ -103,14 +92,7 @@ def newer(order_columns: tuple[str, ...], source_columns: set[str], target_colum
         oldest = value_sql(NULL_AS_OLDEST[column])
         return f"coalesce({side}.{quote(column)}, {oldest})" if column in columns else oldest
 
-    def pair(column: str) -> tuple[str, str]:
-        return value("s", source_columns, column), value("t", target_columns, column)
-
-    terms = []
-    for i, column in enumerate(order_columns):
-        equal_before = [" = ".join(pair(c)) for c in order_columns[:i]]
-        terms.append(" AND ".join([*equal_before, " > ".join(pair(column))]))
-    return "(" + " OR ".join(f"({t})" for t in terms) + ")"
+    return render_newer(order_columns, partial(value, "s", source_columns), partial(value, "t", target_columns))
 
 
 class DeltaSparkEngine:
