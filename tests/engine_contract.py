@@ -65,7 +65,7 @@ def exercise(engine, root: str) -> dict:
     engine.set_properties(uri, {"lakeloader.schemaSeq": "[7, 0]"}, COMMIT)
     record["properties_set"] = engine.properties(uri)
     record["schema"] = [f"{f.name}:{f.type}" for f in engine.schema(uri)]
-    order = (E.SEQ, E.SEQ2, E.POSITION)
+    order = ORDER
     first = engine.merge(
         uri, change_set([(1, "a", 1, 10, "upsert"), (2, "b", 2, 10, "upsert"), (3, "c", 3, 10, "upsert")]), ["id"],
         order, COMMIT,
@@ -110,9 +110,33 @@ def exercise(engine, root: str) -> dict:
     return record
 
 
+ORDER = (E.SEQ, E.SEQ2, E.POSITION)
+# written by delta-rs before the script runs (`start_crossing`), continued by Delta on Spark in it
+CROSSING = "crossing"
+
+
+def start_crossing(engine, root: str) -> None:
+    """A table created and merged by one engine, for the other to continue (`continue_crossing`)."""
+    uri = f"{root}/{CROSSING}"
+    engine.create(uri, SCHEMA, {"primary_key": '["id"]'}, COMMIT)
+    engine.merge(uri, change_set([(1, "a", 1, 10, "upsert"), (2, "b", 2, 10, "upsert")]), ["id"], ORDER, COMMIT)
+
+
+def continue_crossing(engine, root: str, seq: int) -> list[list]:
+    """The other engine merges into the table: 1 updated, one new row with the next id; returns the rows."""
+    uri = f"{root}/{CROSSING}"
+    next_id = len(engine.read(uri)) + 1
+    engine.merge(
+        uri, change_set([(1, f"a{seq}", 1, seq, "upsert"), (next_id, "n", next_id, seq, "upsert")]), ["id"], ORDER,
+        COMMIT,
+    )  # fmt: skip
+    return rows(engine, uri)
+
+
 def main(workdir: str, endpoint: str | None = None, bucket: str | None = None) -> None:
     """The exercise with the Delta-on-Spark engine in a local directory and, given an S3 endpoint and bucket, on
-    S3 through s3a, in one Spark: prints {"local": record, "s3": record}."""
+    S3 through s3a, in one Spark; then Delta on Spark continues `workdir`'s crossing table if delta-rs started
+    one. Prints {"local": record, "crossing": rows, "s3": record}."""
     from lakeloader.core.spark_conf import jars_conf, s3a_conf
     from lakeloader.engine.deltaspark import DeltaSparkEngine
     from lakeloader.spark import spark_session
@@ -121,7 +145,9 @@ def main(workdir: str, endpoint: str | None = None, bucket: str | None = None) -
     conf |= s3a_conf(endpoint) if endpoint else {}
     spark = spark_session("engine-contract", master="local[1]", conf=conf)
     engine = DeltaSparkEngine(spark)
-    records = {"local": exercise(engine, f"{workdir}/tables")}
+    records: dict = {"local": exercise(engine, f"{workdir}/tables")}
+    if engine.exists(f"{workdir}/{CROSSING}"):
+        records["crossing"] = continue_crossing(engine, workdir, seq=20)
     if endpoint and bucket:
         records["s3"] = exercise(engine, f"s3://{bucket}/contract")
     spark.stop()

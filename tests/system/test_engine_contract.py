@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from engine_contract import exercise, rows
+from engine_contract import continue_crossing, exercise, rows, start_crossing
 
 from lakeloader.core.config import SourceConfig
 from lakeloader.core.spark_conf import jars_dir, s3a_conf, session_conf
@@ -52,7 +52,10 @@ def test_delta_rs_keeps_the_engine_contract(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not any(jars_dir().glob("*.jar")), reason=f"no jars in {jars_dir()}: run `make jars`")
-def test_delta_on_spark_keeps_the_engine_contract_and_delta_rs_reads_its_tables(tmp_path: Path) -> None:
+def test_delta_on_spark_keeps_the_engine_contract_and_each_engine_continues_the_others_tables(
+    tmp_path: Path,
+) -> None:
+    start_crossing(DeltaRsEngine(), str(tmp_path))
     completed = subprocess.run(
         [sys.executable, str(CONTRACT_SCRIPT), str(tmp_path)],
         capture_output=True,
@@ -61,9 +64,12 @@ def test_delta_on_spark_keeps_the_engine_contract_and_delta_rs_reads_its_tables(
     )
     assert completed.returncode == 0, completed.stderr[-5000:]
     records = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert records == {"local": EXPECTED}
+    assert records == {"local": EXPECTED, "crossing": [[1, "a20", 1], [2, "b", 2], [3, "n", 3]]}
+    # delta-rs reads and continues what Delta on Spark wrote (a source switching engines keeps its tables)
     assert rows(DeltaRsEngine(), str(tmp_path / "tables/copy"), ("id", "NAME")) == [[1, "a"], [5, "e"]]
     assert DeltaRsEngine().properties(str(tmp_path / "tables/copy")) == PROPERTIES
+    continued = continue_crossing(DeltaRsEngine(), str(tmp_path), seq=30)
+    assert continued == [[1, "a30", 1], [2, "b", 2], [3, "n", 3], [4, "n", 4]]
 
 
 def test_a_delta_spark_source_gets_the_jars_and_s3a_settings_and_is_read_with_delta_rs_without_spark(
