@@ -11,11 +11,18 @@ SITE := $(VENV)/lib/python3.11/site-packages
 
 setup: $(STAMP)
 
-$(STAMP): requirements.lock
+# The editable install (pyproject.toml) puts lakeloader (jobs/) and lakeloader_airflow (plugins/) on the venv's path
+# and makes the `lakeloader` command; built with the venv's setuptools (pinned in the lock), so offline like the
+# rest. lakeloader-tools.pth adds the repository root only for what is not shipped: `tools` (generator, oracle
+# model, benchmark) for the tests, bin/demo and make bench, also in the Spark workers and Airflow subprocesses
+# the tests start (they run this interpreter, outside pytest's pythonpath).
+$(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet uv==0.13.9
 	$(VENV)/bin/uv pip sync --quiet --python $(PY) requirements.lock
-	printf '%s\n' "$(CURDIR)" "$(CURDIR)/jobs" "$(CURDIR)/plugins" > $(SITE)/lakeloader.pth
+	rm -f $(SITE)/lakeloader.pth
+	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
+	printf '%s\n' "$(CURDIR)" > $(SITE)/lakeloader-tools.pth
 	rm -f $(VENV)/.installed-* && touch $@
 
 # The pinned jars Spark needs for Delta on Spark, s3a:// and Avro (config/jars/), fetched with mvn into

@@ -31,6 +31,7 @@ from urllib.parse import quote, urlsplit
 from airflow.sdk import BaseNotifier
 
 from lakeloader.core.config import EmailAlert, SlackAlert, SourceConfig, WebhookAlert
+from lakeloader.core.errors import LakeloaderError
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ TABLE_HELD_BACK = "table_held_back"
 TASK_FAILED = "task_failed"
 
 
-class AlertSent(RuntimeError):
+class AlertSent(LakeloaderError, RuntimeError):
     """Fails a check task whose problem was already alerted, so the failure callback does not alert twice."""
 
 
@@ -125,7 +126,7 @@ def redact(text: str, source: SourceConfig | None = None) -> str:
     return _URL.sub(lambda m: m.group() if text.startswith(REDACTED, m.end()) else redacted_url(m.group()), text)
 
 
-class WebhookFailed(RuntimeError):
+class WebhookFailed(LakeloaderError, RuntimeError):
     """A webhook did not take an alert; the message names the host only."""
 
 

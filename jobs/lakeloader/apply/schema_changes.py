@@ -21,6 +21,7 @@ from lakeloader.apply.ddl.types import arrow_type, spark_type_of_arrow
 from lakeloader.apply.ddl.widening import is_widening
 from lakeloader.apply.silver import KEY_PROPERTY, SilverTable, truncate, widen_columns
 from lakeloader.core import zones
+from lakeloader.core.errors import LakeloaderError
 from lakeloader.core.storage import Store
 from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
@@ -30,11 +31,11 @@ APPLIED, NO_OP, SKIPPED, FAILED = "applied", "no-op", "skipped", "failed"
 OrderKey = tuple[Decimal, Decimal]
 
 
-class UnsupportedOperation(Exception):
+class UnsupportedOperation(LakeloaderError):
     """An operation the engine cannot perform faithfully; the caller applies the source's DDL policy."""
 
 
-class DdlPolicyError(RuntimeError):
+class DdlPolicyError(LakeloaderError, RuntimeError):
     """An unsupported DDL statement under the `fail` policy: the run stops here, nothing after it applies."""
 
 

@@ -31,6 +31,7 @@ from lakeloader.audit.rebuilt_state import replica
 from lakeloader.audit.reconcile_report import ACCOUNTING, CHECKS, SNAPSHOT, STATE, audit_rows, render_markdown
 from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig
+from lakeloader.core.errors import LakeloaderError
 from lakeloader.core.lake_index import silver_tables
 from lakeloader.core.lock import writes_source
 from lakeloader.core.storage import Store, open_store, spark_path
@@ -50,7 +51,7 @@ BRONZE_OUTCOMES = (C.DATA, C.DDL, C.HEARTBEAT, C.CONTROL)
 UNEXPECTED, UNACCOUNTED, DOUBLE_COUNTED, DROPPED = "unexpected", "unaccounted", "double_counted", "dropped"
 
 
-class ReconcileError(RuntimeError):
+class ReconcileError(LakeloaderError, RuntimeError):
     """A check cannot be computed at all (as opposed to finding a difference); the message says why."""
 
 

@@ -29,13 +29,14 @@ from typing import BinaryIO
 from lakeloader.core import zones
 from lakeloader.core.compression import GZIP_SUFFIX, GzipStream, unsupported_compression
 from lakeloader.core.config import SourceConfig
+from lakeloader.core.errors import LakeloaderError
 from lakeloader.core.lock import writes_source
 from lakeloader.core.storage import Store, open_store, spark_path
 
 log = logging.getLogger(__name__)
 
 
-class LandError(RuntimeError):
+class LandError(LakeloaderError, RuntimeError):
     """Landing cannot go on without losing or corrupting data; the message says what an operator must fix."""
 
 
