@@ -51,6 +51,7 @@ test: setup
 	@$(MAKE) --no-print-directory jars || echo "WARNING: could not fetch the pinned jars with mvn: tests/system/test_spark_jars.py is skipped" >&2
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 	bin/with-airflow $(PY) -m pytest
 
 # The benchmark (docs/performance.md); not part of `make test`. BENCH_ARGS adds options, e.g. BENCH_ARGS="--no-verify".
@@ -60,14 +61,16 @@ bench: setup
 bench-small: setup
 	$(PY) -m tools.bench all --scale 0.02 $(BENCH_ARGS)
 
-# lint-imports: the import contracts in pyproject.toml (docs/architecture.md, "Packages and boundaries").
+# lint-imports: the import contracts in pyproject.toml (docs/architecture.md, "Packages and boundaries");
+# mypy: the type check of lakeloader and lakeloader_airflow, configured in pyproject.toml.
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 lock:
 	$(VENV)/bin/uv pip compile requirements.txt --python-version 3.11 --no-header -o requirements.lock
 
 clean:
-	rm -rf var build .pytest_cache .import_linter_cache
+	rm -rf var build .pytest_cache .import_linter_cache .mypy_cache

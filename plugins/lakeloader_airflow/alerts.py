@@ -25,13 +25,16 @@ import urllib.request
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote, urlsplit
 
 from airflow.sdk import BaseNotifier
 
 from lakeloader.core.config import EmailAlert, SlackAlert, SourceConfig, WebhookAlert
 from lakeloader.core.errors import LakeloaderError
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 log = logging.getLogger(__name__)
 
@@ -262,7 +265,7 @@ async def adeliver(source: SourceConfig, alert: Alert) -> None:
     log.warning("ALERT %s", json.dumps(alert.as_json(), default=str))
     if not source.alerts:
         log.warning("source %s has no alert channels configured (key 'alerts'); the alert is only logged", source.name)
-    context = {"alert": alert.as_json()}
+    context = cast("Context", {"alert": alert.as_json()})  # what the notifiers' templates read
 
     async def send(notifier: BaseNotifier) -> None:
         notifier.render_template_fields(context)

@@ -148,8 +148,8 @@ def _perform(
         like_uri = lake.child(like.silver_key())
         if not engine.exists(like_uri):
             return Outcome(NO_OP, f"{like.db}.{like.table} not loaded: the table is created by its first changes")
-        key = engine.properties(like_uri).get(KEY_PROPERTY, "[]")
-        engine.create(uri, engine.schema(like_uri), {KEY_PROPERTY: key}, info)
+        like_key = engine.properties(like_uri).get(KEY_PROPERTY, "[]")
+        engine.create(uri, engine.schema(like_uri), {KEY_PROPERTY: like_key}, info)
         return Outcome(APPLIED, f"created with the columns and key of {like.db}.{like.table}")
     if isinstance(op, S.TruncateTable):
         if not exists:

@@ -207,9 +207,9 @@ def apply_changes(
     tables: dict[str, dict] = {}
     try:
         for db, table in sorted({(s.db, s.table) for s in shapes} | set(events_by_table) - held_ids):
-            segments = {s.segment: s for s in shapes if (s.db, s.table) == (db, table)}
+            table_segments = {s.segment: s for s in shapes if (s.db, s.table) == (db, table)}
             try:
-                counts = writer.apply_table(db, table, segments, events_by_table.get((db, table), []))
+                counts = writer.apply_table(db, table, table_segments, events_by_table.get((db, table), []))
             except D.DdlPolicyError:
                 raise  # the source asked to stop at unsupported DDL
             except Exception as error:
@@ -720,16 +720,16 @@ def _truncations(
     for shape in shapes:
         name = (shape.db, shape.table)
         uri = silver_uri(lake, source, shape)
-        marks = [truncation_mark(engine, uri)] if engine.exists(uri) else []
+        marks: list[tuple[Decimal, Decimal] | None] = [truncation_mark(engine, uri)] if engine.exists(uri) else []
         for event in events_by_table.get(name, []):
             if isinstance(event.statement, S.Statement) and any(
                 isinstance(op, S.TruncateTable) for op in event.statement.operations
             ):
-                marks.append((event.seq, event.seq2))
+                marks.append((event.seq, event.seq2))  # type: ignore[arg-type]
                 truncated.add(name)
-        marks = [m for m in marks if m is not None]
-        if marks:
-            since[name] = max(marks)
+        found = [m for m in marks if m is not None]
+        if found:
+            since[name] = max(found)
     return since, truncated
 
 

@@ -401,6 +401,7 @@ def watermark(spark: SparkSession, source: SourceConfig, hours: list[datetime], 
             F.max(F.when(F.col("kind").isin(C.DATA, C.DDL), F.col("event_time"))).alias("change"),
             F.max(F.when(F.col("kind") == C.HEARTBEAT, F.col("event_time"))).alias("heartbeat"),
         ).first()
+        assert row is not None  # an aggregate without grouping has one row
         newest = {k: row[k].replace(tzinfo=UTC).isoformat() if row[k] else None for k in newest}
     key = zones.freshness_key(source.name)
     state = json.loads(lake.read_bytes(key)) if lake.stat(key) is not None else {}

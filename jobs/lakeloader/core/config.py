@@ -382,6 +382,7 @@ def load_sources(path: str | os.PathLike[str] | None = None) -> SourceLoad:
     entries = raw.get("sources")
     if not isinstance(entries, list) or not entries:
         load_config(file)  # raises the whole-file error with its usual message
+    assert isinstance(entries, list)
     valid: list[SourceConfig] = []
     broken: list[BrokenSource] = []
     for index, entry in enumerate(entries):

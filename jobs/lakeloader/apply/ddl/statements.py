@@ -110,8 +110,18 @@ class NoOp:
     what: str
 
 
-Operation = AddColumns | DropColumns | RenameColumn | ChangeColumnType | RenameTable | CreateTable | TruncateTable
-Operation = Operation | CreateTableLike | DropTable | NoOp
+Operation = (
+    AddColumns
+    | DropColumns
+    | RenameColumn
+    | ChangeColumnType
+    | RenameTable
+    | CreateTable
+    | TruncateTable
+    | CreateTableLike
+    | DropTable
+    | NoOp
+)
 
 
 @dataclass(frozen=True)

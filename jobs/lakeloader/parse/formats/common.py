@@ -137,11 +137,11 @@ def base64_text(binary: Column) -> Column:
     return F.regexp_replace(F.base64(binary), r"[\r\n]", "")
 
 
-def checked_base64(v: Column, _type: Column = None) -> Column:
+def checked_base64(v: Column, _type: Column | None = None) -> Column:
     return F.when(F.try_to_binary(v, F.lit("base64")).isNotNull(), v)
 
 
-def epoch_millis_to_timestamp_text(v: Column, _type: Column = None) -> Column:
+def epoch_millis_to_timestamp_text(v: Column, _type: Column | None = None) -> Column:
     return F.date_format(F.timestamp_millis(v.try_cast("bigint")), "yyyy-MM-dd HH:mm:ss.SSS")
 
 
@@ -199,7 +199,7 @@ def decimal_fits(v: Column, spark_type: Column) -> Column:
     return well_formed & (all_zero | ((integer_digits <= precision - scale) & (fraction_digits <= scale)))
 
 
-def number_text(v: Column, _type: Column = None) -> Column:
+def number_text(v: Column, _type: Column | None = None) -> Column:
     """Number text kept exactly as sent (plain or scientific), NULL when it is no number."""
     return F.when(v.rlike(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"), v)
 
@@ -208,11 +208,11 @@ def checked_decimal(v: Column, spark_type: Column) -> Column:
     return F.when(decimal_fits(v, spark_type), v)
 
 
-def checked_date(v: Column, _type: Column = None) -> Column:
+def checked_date(v: Column, _type: Column | None = None) -> Column:
     return F.when(v.rlike(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), v.try_cast("date").cast("string"))
 
 
-def checked_boolean(v: Column, _type: Column = None) -> Column:
+def checked_boolean(v: Column, _type: Column | None = None) -> Column:
     """true/false, also sent as 1/0 (MySQL BOOL is a TINYINT(1))."""
     lowered = F.lower(F.trim(v))
     return F.when(lowered.isin("1", "true"), F.lit("true")).when(lowered.isin("0", "false"), F.lit("false"))
@@ -263,7 +263,7 @@ def epoch_or_text(fraction_digits: int, text_type: str) -> Converter:
     3 for milliseconds, 0 for microseconds; never guessed from the magnitude) or from date-time text read as
     `text_type` (an ISO instant with zone reads in that zone)."""
 
-    def convert(v: Column, _type: Column = None) -> Column:
+    def convert(v: Column, _type: Column | None = None) -> Column:
         number = F.timestamp_micros(epoch_micros(F.when(v.rlike(r"^-?[0-9]+$"), v), fraction_digits))
         return timestamp_text(F.when(v.rlike(r"^-?[0-9]+$"), number).otherwise(v.try_cast(text_type)))
 
