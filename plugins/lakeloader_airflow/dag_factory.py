@@ -130,7 +130,7 @@ def build_hourly_dag(source: SourceConfig, config_file: Path) -> DAG:
                 )
             summary = land_hour(source, data_interval_start).summary()
             log.info("landed hour %s of source %s: %s", summary["hour"], source.name, summary)
-            return summary
+            return dict(summary)  # the land task returns a plain dict (its XCom)
 
         @task.short_circuit(
             task_id="anything_landed", doc_md=_ANYTHING_LANDED_DOC, retries=0, ignore_downstream_trigger_rules=False

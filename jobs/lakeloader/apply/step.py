@@ -28,6 +28,7 @@ from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from functools import partial
+from typing import Any, TypedDict
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -118,6 +119,26 @@ def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime)
     )
 
 
+class AppliedChanges(TypedDict):
+    """What `apply_changes` did to one batch: per-table counts, held-back tables, DDL outcomes, rejections."""
+
+    tables: dict[str, dict[str, Any]]
+    held_back: dict[str, dict[str, Any]]
+    ddl: dict[str, int]
+    ddl_unsupported: list[dict[str, Any]]
+    schema_changes: list[dict[str, Any]]
+    rejected_changes: int
+    rejection_reasons: dict[str, int]
+
+
+class ApplyReport(AppliedChanges):
+    """The apply step's report (`audit/<source>/runs/<hour>/apply.json`): the source and hour, then the batch's
+    `AppliedChanges` (in the JSON the source and hour come first)."""
+
+    source: str
+    hour: str
+
+
 @writes_source("apply")
 def run_apply(
     spark: SparkSession,
@@ -125,7 +146,7 @@ def run_apply(
     hour: datetime,
     lake: Store | None = None,
     engine: TableEngine | None = None,
-) -> dict:
+) -> ApplyReport:
     """Merge the hour's bronze changes and DDL into silver; returns (and records) per-table counts."""
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
     engine = engine or engine_for(source)
@@ -137,7 +158,7 @@ def run_apply(
     due = recluster_due(source, hour)
     applied = apply_changes(source, bronze, log, lake, engine, hour_text, commit_info, recluster=due)
     write_held_back(lake, source.name, hour_text, held, applied["held_back"])
-    report = {"source": source.name, "hour": hour_text, **applied}
+    report: ApplyReport = {"source": source.name, "hour": hour_text, **applied}
     lake.write_bytes(zones.run_report_key(source.name, hour, "apply"), json.dumps(report, indent=1).encode())
     return report
 
@@ -151,7 +172,7 @@ def apply_changes(
     batch: str,
     commit_info: dict[str, str],
     recluster: bool = False,
-) -> dict:
+) -> AppliedChanges:
     """Merge a batch of bronze changes and DDL (one hour, or the whole log) into the silver tables under `lake`.
 
     `log` gives the whole change log (read when the batch touches a keyless table, `lakeloader.apply.multiset`);

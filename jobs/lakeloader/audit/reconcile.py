@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any, TypedDict
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -426,6 +427,20 @@ def _now() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
+class ReconcileReport(TypedDict):
+    """The reconciliation report (`audit/<source>/reconcile/<label>.json`, rendered as Markdown beside it)."""
+
+    source: str
+    label: str
+    checked_at: str
+    hours: list[str]
+    checks: list[str]
+    ok: bool
+    results: list[dict[str, Any]]
+    freshness: dict[str, Any]
+    report_uri: str
+
+
 @writes_source("reconcile")
 def run_reconcile(
     spark: SparkSession,
@@ -434,7 +449,7 @@ def run_reconcile(
     checks: tuple[str, ...],
     label: str,
     lake: Store | None = None,
-) -> dict:
+) -> ReconcileReport:
     """Run the checks, write the report (JSON and Markdown) and the audit rows; returns the report."""
     unknown = set(checks) - set(CHECKS)
     if unknown:
@@ -450,7 +465,7 @@ def run_reconcile(
         if source.snapshot is None:
             raise ReconcileError(f"source {source.name!r} has no snapshot export configured (key 'snapshot')")
         results += check_snapshot(spark, source, lake)
-    report = {
+    report: ReconcileReport = {
         "source": source.name,
         "label": label,
         "checked_at": started,
@@ -459,8 +474,8 @@ def run_reconcile(
         "ok": all(r["ok"] for r in results),
         "results": results,
         "freshness": watermark(spark, source, hours, lake),
+        "report_uri": lake.child(zones.reconcile_report_key(source.name, label, "md")),
     }
-    report["report_uri"] = lake.child(zones.reconcile_report_key(source.name, label, "md"))
     lake.write_bytes(zones.reconcile_report_key(source.name, label, "json"), json.dumps(report, indent=1).encode())
     lake.write_bytes(zones.reconcile_report_key(source.name, label, "md"), render_markdown(report).encode())
     engine_for(source).append(
