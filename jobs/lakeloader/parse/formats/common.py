@@ -75,7 +75,7 @@ def parse_json(lines: DataFrame, schema: T.StructType | T.MapType) -> DataFrame:
     """
     text = exact_numbers(F.col("text"))
     if isinstance(schema, T.MapType):
-        parsed, corrupt = F.from_json(text, schema), F.lit(False)
+        parsed, corrupt = F.from_json(text, schema), F.lit(False)  # type: ignore[arg-type]  # a MapType schema works
     else:
         with_corrupt = T.StructType([*schema.fields, T.StructField(CORRUPT, T.StringType())])
         parsed = F.from_json(text, with_corrupt, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
@@ -115,6 +115,7 @@ class OpTable:
         result = None
         for wire_op, canonical_op in self.data.items():
             result = (F.when if result is None else result.when)(op == wire_op, F.lit(canonical_op))
+        assert result is not None  # a format maps at least one data op
         return result.otherwise(op)
 
 
@@ -327,6 +328,7 @@ def fixed_types(value_types: Mapping[str, ValueType]) -> Callable[[Column], Colu
         for wire, value_type in value_types.items():
             resolved = F.struct(F.lit(wire).alias("conv"), F.lit(value_type.spark_type).alias("type"))
             result = (F.when if result is None else result.when)(wire_type == wire, resolved)
+        assert result is not None  # a fixed table names at least one wire type
         return result.otherwise(F.struct(F.lit(None).cast("string").alias("conv"), F.lit("string").alias("type")))
 
     return resolve
@@ -407,6 +409,7 @@ def canonical_image(raw: Column, converters: Mapping[str, Converter]) -> Column:
         for key, converter in converters.items():
             branch = converter(value, spark_type)
             result = F.when(conv == key, branch) if result is None else result.when(conv == key, branch)
+        assert result is not None  # there is always at least one converter
         return result.otherwise(value)
 
     return F.transform_values(raw, convert)

@@ -87,6 +87,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     for (op, before, after), canonical in ROW_OPS.items():
         fits = (op_type == op) & (before_flag == before) & (after_flag == after)
         canonical_op = (F.when if canonical_op is None else canonical_op.when)(fits, F.lit(canonical))
+    assert canonical_op is not None  # ROW_OPS is not empty
     image = F.map_filter(row, lambda k, _v: ~k.isin(*METADATA))
     db, table = F.lit(source.db), row[SOURCE_TABLE]
     types = configured_types(source.column_types, db, table)

@@ -255,7 +255,7 @@ CONVERTERS: dict[str, Converter] = {
     "time_nanos": _time_of_day(1_000_000_000),
     "hex": _hex_bytes,
     "base64": checked_base64,
-    "wkb": lambda v, _type=None: checked_base64(F.get_json_object(v, "$.wkb")),
+    "wkb": lambda v, _type=None: checked_base64(F.get_json_object(v, "$.wkb")),  # type: ignore[misc]
 }
 
 
