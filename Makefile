@@ -11,11 +11,18 @@ SITE := $(VENV)/lib/python3.11/site-packages
 
 setup: $(STAMP)
 
-$(STAMP): requirements.lock
+# The editable install (pyproject.toml) puts lakeloader (jobs/) and lakeloader_airflow (plugins/) on the venv's path
+# and makes the `lakeloader` command; built with the venv's setuptools (pinned in the lock), so offline like the
+# rest. lakeloader-tools.pth adds the repository root only for what is not shipped: `tools` (generator, oracle
+# model, benchmark) for the tests, bin/demo and make bench, also in the Spark workers and Airflow subprocesses
+# the tests start (they run this interpreter, outside pytest's pythonpath).
+$(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet uv==0.13.9
 	$(VENV)/bin/uv pip sync --quiet --python $(PY) requirements.lock
-	printf '%s\n' "$(CURDIR)" "$(CURDIR)/jobs" "$(CURDIR)/plugins" > $(SITE)/lakeloader.pth
+	rm -f $(SITE)/lakeloader.pth
+	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
+	printf '%s\n' "$(CURDIR)" > $(SITE)/lakeloader-tools.pth
 	rm -f $(VENV)/.installed-* && touch $@
 
 # The pinned jars Spark needs for Delta on Spark, s3a:// and Avro (config/jars/), fetched with mvn into
@@ -44,6 +51,7 @@ test: setup
 	@$(MAKE) --no-print-directory jars || echo "WARNING: could not fetch the pinned jars with mvn: tests/system/test_spark_jars.py is skipped" >&2
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 	bin/with-airflow $(PY) -m pytest
 
 # The benchmark (docs/performance.md); not part of `make test`. BENCH_ARGS adds options, e.g. BENCH_ARGS="--no-verify".
@@ -53,14 +61,16 @@ bench: setup
 bench-small: setup
 	$(PY) -m tools.bench all --scale 0.02 $(BENCH_ARGS)
 
-# lint-imports: the import contracts in pyproject.toml (docs/architecture.md, "Packages and boundaries").
+# lint-imports: the import contracts in pyproject.toml (docs/architecture.md, "Packages and boundaries");
+# mypy: the type check of lakeloader and lakeloader_airflow, configured in pyproject.toml.
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 lock:
 	$(VENV)/bin/uv pip compile requirements.txt --python-version 3.11 --no-header -o requirements.lock
 
 clean:
-	rm -rf var build .pytest_cache .import_linter_cache
+	rm -rf var build .pytest_cache .import_linter_cache .mypy_cache

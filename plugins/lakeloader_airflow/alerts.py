@@ -25,12 +25,16 @@ import urllib.request
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote, urlsplit
 
 from airflow.sdk import BaseNotifier
 
 from lakeloader.core.config import EmailAlert, SlackAlert, SourceConfig, WebhookAlert
+from lakeloader.core.errors import LakeloaderError
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +50,7 @@ TABLE_HELD_BACK = "table_held_back"
 TASK_FAILED = "task_failed"
 
 
-class AlertSent(RuntimeError):
+class AlertSent(LakeloaderError, RuntimeError):
     """Fails a check task whose problem was already alerted, so the failure callback does not alert twice."""
 
 
@@ -125,7 +129,7 @@ def redact(text: str, source: SourceConfig | None = None) -> str:
     return _URL.sub(lambda m: m.group() if text.startswith(REDACTED, m.end()) else redacted_url(m.group()), text)
 
 
-class WebhookFailed(RuntimeError):
+class WebhookFailed(LakeloaderError, RuntimeError):
     """A webhook did not take an alert; the message names the host only."""
 
 
@@ -261,7 +265,7 @@ async def adeliver(source: SourceConfig, alert: Alert) -> None:
     log.warning("ALERT %s", json.dumps(alert.as_json(), default=str))
     if not source.alerts:
         log.warning("source %s has no alert channels configured (key 'alerts'); the alert is only logged", source.name)
-    context = {"alert": alert.as_json()}
+    context = cast("Context", {"alert": alert.as_json()})  # what the notifiers' templates read
 
     async def send(notifier: BaseNotifier) -> None:
         notifier.render_template_fields(context)

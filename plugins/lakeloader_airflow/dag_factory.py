@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, AsyncCallback, DeadlineAlert, task
+from airflow.sdk import DAG, AsyncCallback, DeadlineAlert, task  # type: ignore[attr-defined]  # not in its stubs
 
 import lakeloader
 from lakeloader.core import zones
@@ -130,7 +130,7 @@ def build_hourly_dag(source: SourceConfig, config_file: Path) -> DAG:
                 )
             summary = land_hour(source, data_interval_start).summary()
             log.info("landed hour %s of source %s: %s", summary["hour"], source.name, summary)
-            return summary
+            return dict(summary)  # the land task returns a plain dict (its XCom)
 
         @task.short_circuit(
             task_id="anything_landed", doc_md=_ANYTHING_LANDED_DOC, retries=0, ignore_downstream_trigger_rules=False
@@ -162,7 +162,7 @@ def build_hourly_dag(source: SourceConfig, config_file: Path) -> DAG:
         def freshness(dag_run=None, data_interval_end=None) -> dict[str, Any]:
             return checks.check_freshness(source, dag_run.dag_id, dag_run.run_id, hour_end=data_interval_end)
 
-        anything_landed(land()) >> parse >> apply >> reconcile >> [verify(), freshness()]
+        anything_landed(land()) >> parse >> apply >> reconcile >> [verify(), freshness()]  # type: ignore[arg-type]
 
     return dag
 

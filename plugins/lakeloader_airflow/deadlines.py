@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from airflow.sdk import BaseDeadlineReference
+from airflow.sdk import BaseDeadlineReference  # type: ignore[attr-defined]  # not in its stubs
 
 
 class DataIntervalEnd(BaseDeadlineReference):

@@ -53,6 +53,7 @@ def build_daily_reconcile_dag(source: SourceConfig, config_file: Path) -> DAG:
         @task.sensor(task_id="wait_for_day", poke_interval=300, timeout=WAIT_TIMEOUT.total_seconds(),
                      mode="reschedule", doc_md=_WAIT_DOC)  # fmt: skip
         def wait_for_day(data_interval_end: datetime | None = None) -> bool:
+            assert data_interval_end is not None  # Airflow passes it
             last_hour = data_interval_end - timedelta(hours=1)
             lake = open_store(source.lake_root, source.s3_endpoint_url)
             applied = lake.stat(zones.run_report_key(source.name, last_hour, "apply")) is not None

@@ -36,7 +36,7 @@ REPLAY_APP = JOBS_DIR / "replay.py"
 
 def replay_params(config: LakeloaderConfig) -> dict[str, Param]:
     names = [s.name for s in config.sources]
-    hour = {"type": ["null", "string"], "pattern": HOUR_PATTERN}
+    hour: dict[str, Any] = {"type": ["null", "string"], "pattern": HOUR_PATTERN}
     return {
         "source": Param(
             names[0],
@@ -104,6 +104,7 @@ def build_replay_dag(config: LakeloaderConfig, config_file: Path) -> DAG:
 
         @task(task_id="report", doc_md=_REPORT_DOC, trigger_rule="none_failed_min_one_success", retries=0)
         def report(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
+            assert params is not None and run_id is not None  # Airflow passes both
             source = load_source(config_file, params["source"])
             lake = open_store(source.lake_root, source.s3_endpoint_url)
             document = json.loads(lake.read_bytes(zones.replay_report_key(source.name, run_id)))

@@ -21,7 +21,7 @@ import pytest
 from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig
 from lakeloader.core.storage import LocalStore, S3Store, open_store
-from lakeloader.land.step import LandedFile, LandError, land_hour, read_manifest
+from lakeloader.land.step import LandedFile, LandError, LandSummary, land_hour, read_manifest
 
 HOUR_5 = datetime(2026, 3, 1, 5, tzinfo=UTC)
 HOUR_6 = HOUR_5 + timedelta(hours=1)
@@ -128,6 +128,7 @@ def test_first_run_copies_due_files_and_writes_manifest_with_sizes_and_checksums
         "changed_after_landing": [],
         "damaged": [],
     }
+    assert list(result.summary()) == list(LandSummary.__annotations__)  # the report's keys in its type's order
 
 
 def test_ledger_holds_one_entry_per_landed_file_naming_its_hour(

@@ -130,7 +130,7 @@ def table_shapes(data: DataFrame, key_overrides: dict[str, list[str]]) -> list[T
         .agg(F.min("order").alias("first"), F.min("pos").alias("pos"))
         .collect()
     )
-    columns = _widest_types(columns)
+    widest = _widest_types(columns)
     keys = {
         (r["db"], r["table"]): r["key"]
         for r in data.groupBy("db", "table")
@@ -138,7 +138,7 @@ def table_shapes(data: DataFrame, key_overrides: dict[str, list[str]]) -> list[T
         .collect()
     }
     by_segment: dict[tuple[str, str, int], list] = {}
-    for row in columns:
+    for row in widest:
         by_segment.setdefault((row["db"], row["table"], row["segment"]), []).append(row)
     shapes = []
     for (db, table, segment), rows in sorted(by_segment.items()):

@@ -21,6 +21,7 @@ from lakeloader.apply.ddl.types import arrow_type, spark_type_of_arrow
 from lakeloader.apply.ddl.widening import is_widening
 from lakeloader.apply.silver import KEY_PROPERTY, SilverTable, truncate, widen_columns
 from lakeloader.core import zones
+from lakeloader.core.errors import LakeloaderError
 from lakeloader.core.storage import Store
 from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
@@ -30,11 +31,11 @@ APPLIED, NO_OP, SKIPPED, FAILED = "applied", "no-op", "skipped", "failed"
 OrderKey = tuple[Decimal, Decimal]
 
 
-class UnsupportedOperation(Exception):
+class UnsupportedOperation(LakeloaderError):
     """An operation the engine cannot perform faithfully; the caller applies the source's DDL policy."""
 
 
-class DdlPolicyError(RuntimeError):
+class DdlPolicyError(LakeloaderError, RuntimeError):
     """An unsupported DDL statement under the `fail` policy: the run stops here, nothing after it applies."""
 
 
@@ -147,8 +148,8 @@ def _perform(
         like_uri = lake.child(like.silver_key())
         if not engine.exists(like_uri):
             return Outcome(NO_OP, f"{like.db}.{like.table} not loaded: the table is created by its first changes")
-        key = engine.properties(like_uri).get(KEY_PROPERTY, "[]")
-        engine.create(uri, engine.schema(like_uri), {KEY_PROPERTY: key}, info)
+        like_key = engine.properties(like_uri).get(KEY_PROPERTY, "[]")
+        engine.create(uri, engine.schema(like_uri), {KEY_PROPERTY: like_key}, info)
         return Outcome(APPLIED, f"created with the columns and key of {like.db}.{like.table}")
     if isinstance(op, S.TruncateTable):
         if not exists:

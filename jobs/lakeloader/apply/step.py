@@ -28,6 +28,7 @@ from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from functools import partial
+from typing import Any, TypedDict
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -118,6 +119,26 @@ def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime)
     )
 
 
+class AppliedChanges(TypedDict):
+    """What `apply_changes` did to one batch: per-table counts, held-back tables, DDL outcomes, rejections."""
+
+    tables: dict[str, dict[str, Any]]
+    held_back: dict[str, dict[str, Any]]
+    ddl: dict[str, int]
+    ddl_unsupported: list[dict[str, Any]]
+    schema_changes: list[dict[str, Any]]
+    rejected_changes: int
+    rejection_reasons: dict[str, int]
+
+
+class ApplyReport(AppliedChanges):
+    """The apply step's report (`audit/<source>/runs/<hour>/apply.json`): the source and hour, then the batch's
+    `AppliedChanges` (in the JSON the source and hour come first)."""
+
+    source: str
+    hour: str
+
+
 @writes_source("apply")
 def run_apply(
     spark: SparkSession,
@@ -125,7 +146,7 @@ def run_apply(
     hour: datetime,
     lake: Store | None = None,
     engine: TableEngine | None = None,
-) -> dict:
+) -> ApplyReport:
     """Merge the hour's bronze changes and DDL into silver; returns (and records) per-table counts."""
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
     engine = engine or engine_for(source)
@@ -137,7 +158,7 @@ def run_apply(
     due = recluster_due(source, hour)
     applied = apply_changes(source, bronze, log, lake, engine, hour_text, commit_info, recluster=due)
     write_held_back(lake, source.name, hour_text, held, applied["held_back"])
-    report = {"source": source.name, "hour": hour_text, **applied}
+    report: ApplyReport = {"source": source.name, "hour": hour_text, **applied}
     lake.write_bytes(zones.run_report_key(source.name, hour, "apply"), json.dumps(report, indent=1).encode())
     return report
 
@@ -151,7 +172,7 @@ def apply_changes(
     batch: str,
     commit_info: dict[str, str],
     recluster: bool = False,
-) -> dict:
+) -> AppliedChanges:
     """Merge a batch of bronze changes and DDL (one hour, or the whole log) into the silver tables under `lake`.
 
     `log` gives the whole change log (read when the batch touches a keyless table, `lakeloader.apply.multiset`);
@@ -207,9 +228,9 @@ def apply_changes(
     tables: dict[str, dict] = {}
     try:
         for db, table in sorted({(s.db, s.table) for s in shapes} | set(events_by_table) - held_ids):
-            segments = {s.segment: s for s in shapes if (s.db, s.table) == (db, table)}
+            table_segments = {s.segment: s for s in shapes if (s.db, s.table) == (db, table)}
             try:
-                counts = writer.apply_table(db, table, segments, events_by_table.get((db, table), []))
+                counts = writer.apply_table(db, table, table_segments, events_by_table.get((db, table), []))
             except D.DdlPolicyError:
                 raise  # the source asked to stop at unsupported DDL
             except Exception as error:
@@ -720,16 +741,16 @@ def _truncations(
     for shape in shapes:
         name = (shape.db, shape.table)
         uri = silver_uri(lake, source, shape)
-        marks = [truncation_mark(engine, uri)] if engine.exists(uri) else []
+        marks: list[tuple[Decimal, Decimal] | None] = [truncation_mark(engine, uri)] if engine.exists(uri) else []
         for event in events_by_table.get(name, []):
             if isinstance(event.statement, S.Statement) and any(
                 isinstance(op, S.TruncateTable) for op in event.statement.operations
             ):
-                marks.append((event.seq, event.seq2))
+                marks.append((event.seq, event.seq2))  # type: ignore[arg-type]
                 truncated.add(name)
-        marks = [m for m in marks if m is not None]
-        if marks:
-            since[name] = max(marks)
+        found = [m for m in marks if m is not None]
+        if found:
+            since[name] = max(found)
     return since, truncated
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any, TypedDict
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -31,6 +32,7 @@ from lakeloader.audit.rebuilt_state import replica
 from lakeloader.audit.reconcile_report import ACCOUNTING, CHECKS, SNAPSHOT, STATE, audit_rows, render_markdown
 from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig
+from lakeloader.core.errors import LakeloaderError
 from lakeloader.core.lake_index import silver_tables
 from lakeloader.core.lock import writes_source
 from lakeloader.core.storage import Store, open_store, spark_path
@@ -50,7 +52,7 @@ BRONZE_OUTCOMES = (C.DATA, C.DDL, C.HEARTBEAT, C.CONTROL)
 UNEXPECTED, UNACCOUNTED, DOUBLE_COUNTED, DROPPED = "unexpected", "unaccounted", "double_counted", "dropped"
 
 
-class ReconcileError(RuntimeError):
+class ReconcileError(LakeloaderError, RuntimeError):
     """A check cannot be computed at all (as opposed to finding a difference); the message says why."""
 
 
@@ -400,6 +402,7 @@ def watermark(spark: SparkSession, source: SourceConfig, hours: list[datetime], 
             F.max(F.when(F.col("kind").isin(C.DATA, C.DDL), F.col("event_time"))).alias("change"),
             F.max(F.when(F.col("kind") == C.HEARTBEAT, F.col("event_time"))).alias("heartbeat"),
         ).first()
+        assert row is not None  # an aggregate without grouping has one row
         newest = {k: row[k].replace(tzinfo=UTC).isoformat() if row[k] else None for k in newest}
     key = zones.freshness_key(source.name)
     state = json.loads(lake.read_bytes(key)) if lake.stat(key) is not None else {}
@@ -424,6 +427,20 @@ def _now() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
+class ReconcileReport(TypedDict):
+    """The reconciliation report (`audit/<source>/reconcile/<label>.json`, rendered as Markdown beside it)."""
+
+    source: str
+    label: str
+    checked_at: str
+    hours: list[str]
+    checks: list[str]
+    ok: bool
+    results: list[dict[str, Any]]
+    freshness: dict[str, Any]
+    report_uri: str
+
+
 @writes_source("reconcile")
 def run_reconcile(
     spark: SparkSession,
@@ -432,7 +449,7 @@ def run_reconcile(
     checks: tuple[str, ...],
     label: str,
     lake: Store | None = None,
-) -> dict:
+) -> ReconcileReport:
     """Run the checks, write the report (JSON and Markdown) and the audit rows; returns the report."""
     unknown = set(checks) - set(CHECKS)
     if unknown:
@@ -448,7 +465,7 @@ def run_reconcile(
         if source.snapshot is None:
             raise ReconcileError(f"source {source.name!r} has no snapshot export configured (key 'snapshot')")
         results += check_snapshot(spark, source, lake)
-    report = {
+    report: ReconcileReport = {
         "source": source.name,
         "label": label,
         "checked_at": started,
@@ -457,8 +474,8 @@ def run_reconcile(
         "ok": all(r["ok"] for r in results),
         "results": results,
         "freshness": watermark(spark, source, hours, lake),
+        "report_uri": lake.child(zones.reconcile_report_key(source.name, label, "md")),
     }
-    report["report_uri"] = lake.child(zones.reconcile_report_key(source.name, label, "md"))
     lake.write_bytes(zones.reconcile_report_key(source.name, label, "json"), json.dumps(report, indent=1).encode())
     lake.write_bytes(zones.reconcile_report_key(source.name, label, "md"), render_markdown(report).encode())
     engine_for(source).append(

@@ -8,6 +8,7 @@ freshness. `findings` turns it into one line per problem, `render_markdown` into
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -19,7 +20,7 @@ def subject(result: dict[str, Any]) -> str:
     return result.get("hour") or result.get("table") or "?"
 
 
-def findings(report: dict[str, Any]) -> list[str]:
+def findings(report: Mapping[str, Any]) -> list[str]:
     """One readable line per failed check: what differs and by how much."""
     lines = []
     for result in report["results"]:
@@ -55,7 +56,7 @@ def _key_text(key: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in key.items())
 
 
-def render_markdown(report: dict[str, Any]) -> str:
+def render_markdown(report: Mapping[str, Any]) -> str:
     """The readable report: verdict, then one section per check with the tables/hours and what differed."""
     verdict = "OK: everything reconciles" if report["ok"] else "MISMATCH"
     out = [
@@ -123,7 +124,7 @@ def _yes(ok: bool) -> str:
     return "yes" if ok else "**NO**"
 
 
-def audit_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+def audit_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per check result for the reconciliation audit table."""
     checked_at = datetime.fromisoformat(report["checked_at"])
     rows = []

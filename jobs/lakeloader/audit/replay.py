@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any, NotRequired, TypedDict
 
 from pyspark.sql import SparkSession
 
@@ -28,16 +29,37 @@ from lakeloader.engine.base import TableEngine
 from lakeloader.engine.factory import engine_for
 
 
-def reapply(spark: SparkSession, source: SourceConfig, first: datetime, last: datetime) -> list[dict]:
+class RebuiltTable(TypedDict):
+    """One table a rebuild replaced: its rows before and after, its location and its recorded key."""
+
+    rows_before: int
+    rows: int
+    uri: str
+    key: list[str] | None
+
+
+class ReplayReport(TypedDict):
+    """The replay report (`audit/<source>/replay/<label>.json`): `hours` (each reapplied hour's per-table counts)
+    for a reapply, `tables` for a rebuild."""
+
+    source: str
+    label: str
+    started_at: str
+    plan: dict[str, Any]
+    hours: NotRequired[dict[str, dict[str, Any]]]
+    tables: NotRequired[dict[str, RebuiltTable]]
+
+
+def reapply(spark: SparkSession, source: SourceConfig, first: datetime, last: datetime) -> list[A.ApplyReport]:
     return [A.run_apply(spark, source, hour) for hour in zones.hour_range(first, last)]
 
 
 def rebuild(
     spark: SparkSession, source: SourceConfig, tables: list[str] | None, lake: Store, label: str
-) -> dict[str, dict]:
+) -> dict[str, RebuiltTable]:
     """Replace each table (all of the source when None) with its replica rebuilt from the whole change log."""
     engine = engine_for(source)
-    results = {}
+    results: dict[str, RebuiltTable] = {}
     with replica(spark, source, lake, "rebuild", label) as scratch:
         built = silver_table_ids(scratch, source.name)
         missing = sorted(set(tables or ()) - set(built))
@@ -49,7 +71,7 @@ def rebuild(
     return results
 
 
-def _replace_table(engine: TableEngine, uri: str, replica_uri: str, source: str) -> dict:
+def _replace_table(engine: TableEngine, uri: str, replica_uri: str, source: str) -> RebuiltTable:
     """One overwrite commit of `uri` with the replica's rows, streamed batch by batch (the driver never holds
     the table); an existing table keeps its properties (the recorded key)."""
     existed = engine.exists(uri)
@@ -60,16 +82,17 @@ def _replace_table(engine: TableEngine, uri: str, replica_uri: str, source: str)
 
 
 @writes_source("replay")
-def run_replay(spark: SparkSession, source: SourceConfig, plan: dict, label: str, lake: Store | None = None) -> dict:
+def run_replay(
+    spark: SparkSession, source: SourceConfig, plan: dict[str, Any], label: str, lake: Store | None = None
+) -> ReplayReport:
     """Carry out the plan and write its report to audit/<source>/replay/<label>.json."""
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
     started = datetime.now(UTC).replace(microsecond=0).isoformat()
+    report: ReplayReport = {"source": source.name, "label": label, "started_at": started, "plan": plan}
     if plan["mode"] == REAPPLY:
         first, last = (zones.parse_hour(h) for h in plan["hours"])
-        applied = reapply(spark, source, first, last)
-        outcome = {"hours": {r["hour"]: r["tables"] for r in applied}}
+        report["hours"] = {r["hour"]: r["tables"] for r in reapply(spark, source, first, last)}
     else:
-        outcome = {"tables": rebuild(spark, source, plan["tables"], lake, label)}
-    report = {"source": source.name, "label": label, "started_at": started, "plan": plan, **outcome}
+        report["tables"] = rebuild(spark, source, plan["tables"], lake, label)
     lake.write_bytes(zones.replay_report_key(source.name, label), json.dumps(report, indent=1, default=str).encode())
     return report

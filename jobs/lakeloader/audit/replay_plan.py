@@ -17,6 +17,7 @@ from typing import Any
 
 from lakeloader.core import zones
 from lakeloader.core.config import LakeloaderConfig, SourceConfig
+from lakeloader.core.errors import LakeloaderError
 from lakeloader.core.lake_index import bronze_hours, silver_tables
 from lakeloader.core.storage import Store, open_store
 from lakeloader.land.step import landed_empty
@@ -27,7 +28,7 @@ HOUR_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}$"
 TABLE_PATTERN = r"^[^.\s]+\.[^.\s]+$"
 
 
-class PlanError(ValueError):
+class PlanError(LakeloaderError, ValueError):
     """The replay request cannot run; the message lists what to fix."""
 
 

@@ -1,4 +1,4 @@
-"""`python -m` on this package runs the lakeloader command (lakeloader.cli.commands), as bin/lakeloader does."""
+"""`python -m` on this package runs the lakeloader command (lakeloader.cli.commands), as the console script does."""
 
 import sys
 

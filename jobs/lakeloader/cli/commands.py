@@ -5,9 +5,9 @@
     lakeloader quarantine show --source S --hour YYYY-MM-DDTHH [--limit N] [--config FILE]
     lakeloader run --source S --from YYYY-MM-DDTHH [--to YYYY-MM-DDTHH] [--config FILE] [--master URL]
 
-(`bin/lakeloader` runs it with the project's environment; `python -m lakeloader.cli.commands` does too.) Everything
-but `run` reads only the lake's audit zone, the quarantine's Parquet files and the silver tables' metadata:
-no Spark is started.
+(The console script `make setup` installs, `.venv/bin/lakeloader`; `bin/lakeloader` runs it with this checkout's
+embedded Airflow settings, `python -m lakeloader.cli` runs it too.) Everything but `run` reads only the lake's
+audit zone, the quarantine's Parquet files and the silver tables' metadata: no Spark is started.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from lakeloader.core.errors import LakeloaderError
 from lakeloader.core.format_registry import FORMATS, names
 
 CONFIG_ENV_VAR = "LAKELOADER_CONFIG"
@@ -29,7 +30,7 @@ SPARK_TYPES_TEXT = ", ".join(SPARK_TYPES) + ", timestamp, timestamp_ntz, decimal
 SOURCE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
 
 
-class ConfigError(ValueError):
+class ConfigError(LakeloaderError, ValueError):
     """The configuration file is missing, unreadable or invalid; the message says what to fix."""
 
 
@@ -381,6 +382,7 @@ def load_sources(path: str | os.PathLike[str] | None = None) -> SourceLoad:
     entries = raw.get("sources")
     if not isinstance(entries, list) or not entries:
         load_config(file)  # raises the whole-file error with its usual message
+    assert isinstance(entries, list)
     valid: list[SourceConfig] = []
     broken: list[BrokenSource] = []
     for index, entry in enumerate(entries):

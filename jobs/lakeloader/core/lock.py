@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+from lakeloader.core.errors import LakeloaderError
 from lakeloader.core.storage import Store, open_store
 
 T = TypeVar("T")
@@ -39,7 +40,7 @@ _held: dict[tuple[str, str], int] = {}
 _held_guard = threading.Lock()
 
 
-class SourceBusy(RuntimeError):
+class SourceBusy(LakeloaderError, RuntimeError):
     """Another writer holds the source's lock."""
 
 

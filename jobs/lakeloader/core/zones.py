@@ -26,6 +26,8 @@ import hashlib
 import re
 from datetime import UTC, datetime, timedelta
 
+from lakeloader.core.errors import LakeloaderError
+
 HOUR_FORMAT = "%Y-%m-%dT%H"
 
 
@@ -166,7 +168,7 @@ def is_plain(name: str) -> bool:
     return bool(_PLAIN.fullmatch(name)) and set(name) != {"."} and not _HASHED.search(name)
 
 
-class OutsideLake(ValueError):
+class OutsideLake(LakeloaderError, ValueError):
     """A key that would leave the lake root (or its zone): a bug or hostile input, never written."""
 
 

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import pyarrow as pa
 
+from lakeloader.core.errors import LakeloaderError
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -70,7 +72,7 @@ class MergeResult:
     version: int
 
 
-class UnreadableTable(RuntimeError):
+class UnreadableTable(LakeloaderError, RuntimeError):
     """A table the engine cannot read the way asked (e.g. into Spark), with what the user can do about it."""
 
 

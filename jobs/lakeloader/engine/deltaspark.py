@@ -12,7 +12,7 @@ JSON in Delta's `userMetadata`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Decimal
@@ -21,7 +21,7 @@ from functools import partial
 import pyarrow as pa
 import pyarrow.compute as pc
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type, to_arrow_schema
 
@@ -119,17 +119,17 @@ class DeltaSparkEngine:
     def _committing(self, commit_info: dict[str, str] | None, **conf: str) -> Iterator[None]:
         """Session settings for the commits made inside: the commit info as Delta's userMetadata, and `conf`."""
         settings = {**({USER_METADATA: json.dumps(commit_info, sort_keys=True)} if commit_info else {}), **conf}
-        previous = {key: self.spark.conf.get(key, None) for key in settings}
+        previous: dict[str, str | None] = {key: self.spark.conf.get(key, None) for key in settings}
         for key, value in settings.items():
             self.spark.conf.set(key, value)
         try:
             yield
         finally:
-            for key, value in previous.items():
-                if value is None:
+            for key, old in previous.items():
+                if old is None:
                     self.spark.conf.unset(key)
                 else:
-                    self.spark.conf.set(key, value)
+                    self.spark.conf.set(key, old)
 
     def exists(self, uri: str) -> bool:
         return DeltaTable.isDeltaTable(self.spark, self._path(uri))
@@ -203,8 +203,8 @@ class DeltaSparkEngine:
         columns = [name for name in target_columns if name in changes.column_names]
         has_partial = PARTIAL in changes.column_names and bool(pc.any(changes[PARTIAL]).as_py())
         fixed = {*key_columns, *METADATA_COLUMNS}
-        updates = {quote(c): _assignment(c, has_partial and c not in fixed) for c in columns}
-        inserts = {quote(c): f"s.{quote(c)}" for c in columns}
+        updates: dict[str, str | Column] = {quote(c): _assignment(c, has_partial and c not in fixed) for c in columns}
+        inserts: dict[str, str | Column] = {quote(c): f"s.{quote(c)}" for c in columns}
         on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in key_columns)
         is_upsert, is_delete = f"s.{quote(ACTION)} = '{UPSERT}'", f"s.{quote(ACTION)} = '{DELETE}'"
         is_newer = newer(order_columns, set(changes.column_names), set(target_columns))
@@ -244,7 +244,7 @@ class DeltaSparkEngine:
     def rewrite(
         self, uri: str, schema: pa.Schema, transform: Callable[[pa.Table], pa.Table], commit_info: dict[str, str]
     ) -> None:
-        def batches(source: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        def batches(source: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for batch in source:
                 yield from transform(pa.Table.from_batches([batch])).cast(schema).to_batches()
 

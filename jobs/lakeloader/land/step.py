@@ -24,18 +24,19 @@ import logging
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import BinaryIO
+from typing import BinaryIO, TypedDict
 
 from lakeloader.core import zones
 from lakeloader.core.compression import GZIP_SUFFIX, GzipStream, unsupported_compression
 from lakeloader.core.config import SourceConfig
+from lakeloader.core.errors import LakeloaderError
 from lakeloader.core.lock import writes_source
 from lakeloader.core.storage import Store, open_store, spark_path
 
 log = logging.getLogger(__name__)
 
 
-class LandError(RuntimeError):
+class LandError(LakeloaderError, RuntimeError):
     """Landing cannot go on without losing or corrupting data; the message says what an operator must fix."""
 
 
@@ -49,6 +50,20 @@ class LandedFile:
     damage: str | None = None  # why it cannot be read whole: a damaged gzip stream, an unsupported compression
 
 
+class LandSummary(TypedDict):
+    """The land step's report, as the DAG's land task and the local runner print and return it."""
+
+    source: str
+    hour: str
+    files_in_manifest: int
+    bytes_in_manifest: int
+    copied: int
+    already_landed: int
+    not_yet_due: int
+    changed_after_landing: list[str]
+    damaged: list[str]
+
+
 @dataclass(frozen=True)
 class LandResult:
     source: str
@@ -60,7 +75,7 @@ class LandResult:
     changed_after_landing: list[str]
     damaged: list[str]
 
-    def summary(self) -> dict[str, object]:
+    def summary(self) -> LandSummary:
         return {
             "source": self.source,
             "hour": self.hour,

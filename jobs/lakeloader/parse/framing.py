@@ -45,7 +45,7 @@ a time, so such a file must fit in a task's memory).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -237,7 +237,7 @@ def kcat_messages(lines: DataFrame, decode_base64: bool) -> DataFrame:
     """Envelope lines -> their payloads with topic, partition and offset (module docstring); `decode_base64`:
     the payload is the Base64 of UTF-8 text."""
     # every value as text (a payload string arrives unescaped), parsed once into a column of its own
-    lines = lines.withColumn("_envelope", F.from_json("text", C.IMAGE_TYPE))
+    lines = lines.withColumn("_envelope", F.from_json("text", C.IMAGE_TYPE))  # type: ignore[arg-type]  # MapType works
     envelope = F.col("_envelope")
     payload = envelope["payload"]
     partition, offset = envelope["partition"].try_cast("int"), envelope["offset"].try_cast("bigint")
@@ -313,7 +313,7 @@ def split_files(spark: SparkSession, paths: list[str], split: SplitFile, source:
     )
 
 
-def _split_batches(batches: Iterator[pa.RecordBatch], split: SplitFile) -> Iterator[pa.RecordBatch]:
+def _split_batches(batches: Iterable[pa.RecordBatch], split: SplitFile) -> Iterator[pa.RecordBatch]:
     """Rows (path, content) of whole files -> one row per piece: (path, number from 1, bytes, error), in Arrow
     batches of at most PIECES_PER_BATCH rows, holding one file's content in Python at a time."""
     out = _no_pieces()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import TypedDict
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -72,8 +73,20 @@ def message_bytes(classified: DataFrame) -> Column:
     return F.coalesce(MESSAGE_BYTES, text) if MESSAGE_BYTES in classified.columns else text
 
 
+class ParseReport(TypedDict):
+    """The parse step's report (`audit/<source>/runs/<hour>/parse.json`): counts by outcome, table and reason."""
+
+    source: str
+    hour: str
+    files: int
+    lines: int
+    outcomes: dict[str, int]
+    tables: dict[str, dict[str, int]]
+    quarantine_reasons: dict[str, int]
+
+
 @writes_source("parse")
-def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: Store | None = None) -> dict:
+def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: Store | None = None) -> ParseReport:
     """Parse the hour's manifest into bronze and quarantine; returns (and records) the counts."""
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
     hour_text = zones.format_hour(hour)
@@ -100,7 +113,7 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
     return report
 
 
-def _report(classified: DataFrame, source: str, hour_text: str, files: int) -> dict:
+def _report(classified: DataFrame, source: str, hour_text: str, files: int) -> ParseReport:
     """Counts by outcome, by table and by quarantine reason (small aggregates collected to the driver)."""
     first_of_message = F.when(F.col("origin_index") == 0, 1).otherwise(0)  # a Canal message may hold many rows
     totals = classified.groupBy(OUTCOME).agg(F.count("*").alias("n"), F.sum(first_of_message).alias("lines")).collect()

@@ -114,13 +114,13 @@ def _dropped(op: S.Operation) -> tuple[str, ...]:
 
 
 def _renamed_from(op: S.Operation) -> str | None:
-    return None if isinstance(op, S.DropColumns) else op.old
+    return None if isinstance(op, S.DropColumns) else op.old  # type: ignore[union-attr]  # see IMAGES
 
 
 def _renamed_to(op: S.Operation) -> str | None:
     if isinstance(op, S.DropColumns):
         return None
-    return op.new if isinstance(op, S.RenameColumn) else op.name
+    return op.new if isinstance(op, S.RenameColumn) else op.name  # type: ignore[union-attr]  # see IMAGES
 
 
 def change_position() -> Column:

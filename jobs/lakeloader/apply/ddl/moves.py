@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -40,7 +41,11 @@ def read_moves(lake: Store, source: str) -> list[TableMove]:
     if lake.stat(key) is None:
         return []
     moves = [
-        TableMove(tuple(m["old"]), tuple(m["new"]) if m["new"] else None, tuple(Decimal(v) for v in m["order"]))
+        TableMove(
+            tuple(m["old"]),
+            tuple(m["new"]) if m["new"] else None,
+            tuple(Decimal(v) for v in m["order"]),  # type: ignore[arg-type]  # the ledger holds (seq, seq2)
+        )
         for m in json.loads(lake.read_bytes(key))
     ]
     return sorted(moves, key=lambda m: m.order)
@@ -84,7 +89,7 @@ def with_moves(data: DataFrame, moves: list[TableMove]) -> DataFrame:
         )
 
     bounds = sorted({m.order for m in moves})
-    case = F
+    case: Any = F  # the functions module until the first `when`, then a Column
     for name in dict.fromkeys(m.old for m in moves):
         here = (F.col("db") == name[0]) & (F.col("table") == name[1])
         # ascending bounds, the first branch that holds is the change's interval; a run of intervals with one

@@ -110,8 +110,18 @@ class NoOp:
     what: str
 
 
-Operation = AddColumns | DropColumns | RenameColumn | ChangeColumnType | RenameTable | CreateTable | TruncateTable
-Operation = Operation | CreateTableLike | DropTable | NoOp
+Operation = (
+    AddColumns
+    | DropColumns
+    | RenameColumn
+    | ChangeColumnType
+    | RenameTable
+    | CreateTable
+    | TruncateTable
+    | CreateTableLike
+    | DropTable
+    | NoOp
+)
 
 
 @dataclass(frozen=True)
@@ -580,10 +590,10 @@ class _Reader:
         definition = self.column_def(self.source(tokens))
         if definition is None:  # sqlglot does not know an attribute: read the type alone
             try:
-                kind = exp.DataType.build(type_text, dialect=self.read, udt=True)
+                built = exp.DataType.build(type_text, dialect=self.read, udt=True)
             except (ParseError, TokenError, ValueError):
                 return Unsupported(f"cannot read the column definition {self.source(tokens)[:60]!r}")
-            return Column(tokens[0].text, spark_type(kind, self.read, type_text))
+            return Column(tokens[0].text, spark_type(built, self.read, type_text))
         kind = definition.args.get("kind")
         if kind is None or kind.this == exp.DataType.Type.NULL:
             return None
@@ -645,7 +655,7 @@ class _Reader:
         if len(statements) == 1:
             return statements[0]
         olds = [s.table for s in statements]
-        news = [op.new for s in statements for op in s.operations]
+        news = [op.new for s in statements for op in s.operations]  # type: ignore[union-attr]  # RenameTable only
         if len({*olds, *news}) != len(olds) + len(news):
             return Unsupported("RENAME TABLE that uses a name twice (a swap or chain of names): not performed")
         return Statements(tuple(statements))

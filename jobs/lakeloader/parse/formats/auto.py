@@ -30,8 +30,8 @@ _RAW = T.MapType(T.StringType(), T.StringType())
 
 def _rules(text: Column, origin_file: Column) -> list[tuple[str, Column]]:
     """Each format's shapes (lakeloader.core.format_registry) as conditions on the line, in the order they are tried."""
-    top = F.from_json(exact_numbers(text), _RAW)  # quoted numbers: no number is too long for the JSON reader
-    keys, payload_keys = F.map_keys(top), F.map_keys(F.from_json(top["payload"], _RAW))
+    top = F.from_json(exact_numbers(text), _RAW)  # type: ignore[arg-type]  # quoted numbers: no number is too long for the JSON reader
+    keys, payload_keys = F.map_keys(top), F.map_keys(F.from_json(top["payload"], _RAW))  # type: ignore[arg-type]
 
     def condition(shape: Shape) -> Column:
         parts = [has(keys, *shape.keys)] if shape.keys else []

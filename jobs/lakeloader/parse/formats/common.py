@@ -75,7 +75,7 @@ def parse_json(lines: DataFrame, schema: T.StructType | T.MapType) -> DataFrame:
     """
     text = exact_numbers(F.col("text"))
     if isinstance(schema, T.MapType):
-        parsed, corrupt = F.from_json(text, schema), F.lit(False)
+        parsed, corrupt = F.from_json(text, schema), F.lit(False)  # type: ignore[arg-type]  # a MapType schema works
     else:
         with_corrupt = T.StructType([*schema.fields, T.StructField(CORRUPT, T.StringType())])
         parsed = F.from_json(text, with_corrupt, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
@@ -115,6 +115,7 @@ class OpTable:
         result = None
         for wire_op, canonical_op in self.data.items():
             result = (F.when if result is None else result.when)(op == wire_op, F.lit(canonical_op))
+        assert result is not None  # a format maps at least one data op
         return result.otherwise(op)
 
 
@@ -137,11 +138,11 @@ def base64_text(binary: Column) -> Column:
     return F.regexp_replace(F.base64(binary), r"[\r\n]", "")
 
 
-def checked_base64(v: Column, _type: Column = None) -> Column:
+def checked_base64(v: Column, _type: Column | None = None) -> Column:
     return F.when(F.try_to_binary(v, F.lit("base64")).isNotNull(), v)
 
 
-def epoch_millis_to_timestamp_text(v: Column, _type: Column = None) -> Column:
+def epoch_millis_to_timestamp_text(v: Column, _type: Column | None = None) -> Column:
     return F.date_format(F.timestamp_millis(v.try_cast("bigint")), "yyyy-MM-dd HH:mm:ss.SSS")
 
 
@@ -199,7 +200,7 @@ def decimal_fits(v: Column, spark_type: Column) -> Column:
     return well_formed & (all_zero | ((integer_digits <= precision - scale) & (fraction_digits <= scale)))
 
 
-def number_text(v: Column, _type: Column = None) -> Column:
+def number_text(v: Column, _type: Column | None = None) -> Column:
     """Number text kept exactly as sent (plain or scientific), NULL when it is no number."""
     return F.when(v.rlike(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"), v)
 
@@ -208,11 +209,11 @@ def checked_decimal(v: Column, spark_type: Column) -> Column:
     return F.when(decimal_fits(v, spark_type), v)
 
 
-def checked_date(v: Column, _type: Column = None) -> Column:
+def checked_date(v: Column, _type: Column | None = None) -> Column:
     return F.when(v.rlike(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), v.try_cast("date").cast("string"))
 
 
-def checked_boolean(v: Column, _type: Column = None) -> Column:
+def checked_boolean(v: Column, _type: Column | None = None) -> Column:
     """true/false, also sent as 1/0 (MySQL BOOL is a TINYINT(1))."""
     lowered = F.lower(F.trim(v))
     return F.when(lowered.isin("1", "true"), F.lit("true")).when(lowered.isin("0", "false"), F.lit("false"))
@@ -263,7 +264,7 @@ def epoch_or_text(fraction_digits: int, text_type: str) -> Converter:
     3 for milliseconds, 0 for microseconds; never guessed from the magnitude) or from date-time text read as
     `text_type` (an ISO instant with zone reads in that zone)."""
 
-    def convert(v: Column, _type: Column = None) -> Column:
+    def convert(v: Column, _type: Column | None = None) -> Column:
         number = F.timestamp_micros(epoch_micros(F.when(v.rlike(r"^-?[0-9]+$"), v), fraction_digits))
         return timestamp_text(F.when(v.rlike(r"^-?[0-9]+$"), number).otherwise(v.try_cast(text_type)))
 
@@ -327,6 +328,7 @@ def fixed_types(value_types: Mapping[str, ValueType]) -> Callable[[Column], Colu
         for wire, value_type in value_types.items():
             resolved = F.struct(F.lit(wire).alias("conv"), F.lit(value_type.spark_type).alias("type"))
             result = (F.when if result is None else result.when)(wire_type == wire, resolved)
+        assert result is not None  # a fixed table names at least one wire type
         return result.otherwise(F.struct(F.lit(None).cast("string").alias("conv"), F.lit("string").alias("type")))
 
     return resolve
@@ -407,6 +409,7 @@ def canonical_image(raw: Column, converters: Mapping[str, Converter]) -> Column:
         for key, converter in converters.items():
             branch = converter(value, spark_type)
             result = F.when(conv == key, branch) if result is None else result.when(conv == key, branch)
+        assert result is not None  # there is always at least one converter
         return result.otherwise(value)
 
     return F.transform_values(raw, convert)

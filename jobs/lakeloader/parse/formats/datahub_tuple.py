@@ -87,6 +87,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     for (op, before, after), canonical in ROW_OPS.items():
         fits = (op_type == op) & (before_flag == before) & (after_flag == after)
         canonical_op = (F.when if canonical_op is None else canonical_op.when)(fits, F.lit(canonical))
+    assert canonical_op is not None  # ROW_OPS is not empty
     image = F.map_filter(row, lambda k, _v: ~k.isin(*METADATA))
     db, table = F.lit(source.db), row[SOURCE_TABLE]
     types = configured_types(source.column_types, db, table)
@@ -199,7 +200,7 @@ DAY_MICROS = 86_400_000_000
 OFF_MIDNIGHT = "date column(s) holding a TIMESTAMP (epoch microseconds) that is not midnight UTC: "
 
 
-def _datahub_date(v: Column, _type: Column = None) -> Column:
+def _datahub_date(v: Column, _type: Column | None = None) -> Column:
     """DataHub has no DATE type: a date column holds 'YYYY-MM-DD' text, or a TIMESTAMP's epoch microseconds at
     midnight UTC (another time of day is no date: NULL, so the row is rejected)."""
     micros = F.when(v.rlike(r"^-?[0-9]{1,19}$"), v.try_cast("bigint"))
@@ -224,12 +225,12 @@ def _dates_off_midnight() -> Column:
     )
 
 
-def _datahub_timestamp(v: Column, _type: Column = None) -> Column:
+def _datahub_timestamp(v: Column, _type: Column | None = None) -> Column:
     """DataHub TIMESTAMP values are epoch microseconds; text timestamps are accepted too."""
     return _epoch_micros_or_text(v, "timestamp")
 
 
-def _datahub_datetime(v: Column, _type: Column = None) -> Column:
+def _datahub_datetime(v: Column, _type: Column | None = None) -> Column:
     """A timestamp_ntz column: the wall clock of the text, or the UTC wall clock of epoch microseconds."""
     return _epoch_micros_or_text(v, "timestamp_ntz")
 

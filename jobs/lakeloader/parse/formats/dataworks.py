@@ -56,7 +56,7 @@ ROW_ID_COLUMN = "#alibaba_rds_row_id#"
 ORACLE_ROW_ID_COLUMN = "rowid"
 
 
-def _exact_number(v: Column, _type: Column = None) -> Column:
+def _exact_number(v: Column, _type: Column | None = None) -> Column:
     """A DOUBLE value as the exact number text it was sent with (NaN and +-Infinity, a Java double's other
     values, kept as written); NULL when it is no number."""
     return F.coalesce(number_text(v), F.when(v.isin("NaN", "Infinity", "-Infinity"), v))
@@ -78,7 +78,7 @@ VALUE_TYPES = {
 DAY_MILLIS = 86_400_000
 
 
-def _date(v: Column, _type: Column = None) -> Column:
+def _date(v: Column, _type: Column | None = None) -> Column:
     """A date-configured column: 'YYYY-MM-DD', or a DATE value (epoch milliseconds) at midnight UTC."""
     millis = F.when(v.rlike(r"^-?[0-9]{1,18}$"), v.try_cast("bigint"))
     return F.coalesce(

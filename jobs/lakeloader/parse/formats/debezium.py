@@ -135,28 +135,28 @@ def _whole(v: Column) -> Column:
     return F.when(v.rlike(r"^-?[0-9]{1,38}$"), v.try_cast("decimal(38,0)"))
 
 
-def _epoch_days(v: Column, _type: Column = None) -> Column:
+def _epoch_days(v: Column, _type: Column | None = None) -> Column:
     return F.date_format(F.date_add(F.lit("1970-01-01").cast("date"), _whole(v).try_cast("int")), "yyyy-MM-dd")
 
 
 def _epoch(fraction_digits: int) -> Converter:
     """Whole ms (3) or us (0) since 1970 -> canonical timestamp text."""
 
-    def convert(v: Column, _type: Column = None) -> Column:
+    def convert(v: Column, _type: Column | None = None) -> Column:
         whole = F.when(_whole(v).isNotNull(), v)
         return timestamp_text(F.timestamp_micros(epoch_micros(whole, fraction_digits)))
 
     return convert
 
 
-def _epoch_nanos(v: Column, _type: Column = None) -> Column:
+def _epoch_nanos(v: Column, _type: Column | None = None) -> Column:
     return timestamp_text(F.timestamp_micros(F.floor(_whole(v) / 1000).cast("bigint")))
 
 
 def _time_of_day(per_second: int) -> Converter:
     """A time as a whole number of 1/per_second seconds -> 'HH:mm:ss.ffffff'."""
 
-    def convert(v: Column, _type: Column = None) -> Column:
+    def convert(v: Column, _type: Column | None = None) -> Column:
         micros = F.floor(_whole(v) * 1_000_000 / per_second).cast("bigint")
         return let(
             micros,
@@ -175,7 +175,7 @@ def _time_of_day(per_second: int) -> Converter:
     return convert
 
 
-def _hex_bytes(v: Column, _type: Column = None) -> Column:
+def _hex_bytes(v: Column, _type: Column | None = None) -> Column:
     return F.when(v.rlike(r"^([0-9A-Fa-f]{2})*$"), base64_text(F.unhex(v)))
 
 
@@ -255,16 +255,16 @@ CONVERTERS: dict[str, Converter] = {
     "time_nanos": _time_of_day(1_000_000_000),
     "hex": _hex_bytes,
     "base64": checked_base64,
-    "wkb": lambda v, _type=None: checked_base64(F.get_json_object(v, "$.wkb")),
+    "wkb": lambda v, _type=None: checked_base64(F.get_json_object(v, "$.wkb")),  # type: ignore[misc]
 }
 
 
-def _date(v: Column, _type: Column = None) -> Column:
+def _date(v: Column, _type: Column | None = None) -> Column:
     """A date as 'YYYY-MM-DD' or as days since 1970 (Debezium's Date, OMS's DATE)."""
     return F.coalesce(checked_date(v), _epoch_days(v))
 
 
-def _message_bytes(v: Column, _type: Column = None) -> Column:
+def _message_bytes(v: Column, _type: Column | None = None) -> Column:
     """Bytes in the message's encoding (`bytes_encoding`: Base16 from OMS, Base64 otherwise)."""
     return F.when(F.col("bytes_encoding") == "hex", _hex_bytes(v)).otherwise(checked_base64(v))
 

@@ -15,7 +15,7 @@ import base64
 import binascii
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -87,7 +87,7 @@ def record_schema() -> Any:
     return fastavro.parse_schema(json.loads(text))
 
 
-def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def decode(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow function: each batch with `decode_error` and `record` (one of them NULL) appended."""
     record_type = to_arrow_type(RECORD)
     for batch in batches:
@@ -116,7 +116,7 @@ def decode_line(line: str | None) -> tuple[str | None, dict | None]:
         return (NOT_A_RECORD + f"{type(exc).__name__}: {exc}")[:MAX_ERROR_LENGTH], None
     if stream.tell() != len(data):
         return NOT_A_RECORD + f"{len(data) - stream.tell()} bytes after the record", None
-    return None, flat_record(record)
+    return None, flat_record(record)  # type: ignore[arg-type]  # a record schema reads a dict
 
 
 def flat_record(record: dict) -> dict:
@@ -143,6 +143,7 @@ def flat_value(value: tuple[str, Any] | str | None) -> dict | None:
         return None
     if isinstance(value, str):  # the EmptyObject enum, which fastavro names only where the union defines it
         value = ("EmptyObject", value)
+    content: Any
     name, content = value
     branch = name.rsplit(".", 1)[-1]
     flat: dict[str, Any] = {"branch": branch}

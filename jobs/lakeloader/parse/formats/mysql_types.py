@@ -25,7 +25,7 @@ def resolve(declared: Column, binary_encoding: str) -> Column:
     return source_types.resolve(declared, bit_as_number=binary_encoding == "latin1")
 
 
-def _latin1_binary(v: Column, _type: Column = None) -> Column:
+def _latin1_binary(v: Column, _type: Column | None = None) -> Column:
     """Bytes written as one ISO-8859-1 character each (open-source Canal) -> canonical Base64."""
     return F.when(v.rlike(r"^[\x{0}-\x{FF}]*$"), base64_text(F.encode(v, "ISO-8859-1")))
 

@@ -47,12 +47,12 @@ from lakeloader.parse.formats.common import (
 MILLIS_THRESHOLD = 10**11
 
 
-def _timestamp(v: Column, _type: Column = None) -> Column:
+def _timestamp(v: Column, _type: Column | None = None) -> Column:
     """Canonical timestamp text (UTC) from OMS datetime text (with an optional zone id) or epoch numbers."""
     return _from_epoch_or_text(v, "timestamp")
 
 
-def _datetime(v: Column, _type: Column = None) -> Column:
+def _datetime(v: Column, _type: Column | None = None) -> Column:
     """Canonical timestamp_ntz text (the wall clock) from OMS datetime text or epoch numbers."""
     return _from_epoch_or_text(v, "timestamp_ntz")
 
@@ -64,7 +64,7 @@ def _from_epoch_or_text(v: Column, text_type: str) -> Column:
     return timestamp_text(F.when(is_number, F.timestamp_micros(micros)).otherwise(v.try_cast(text_type)))
 
 
-def _time_text(v: Column, _type: Column = None) -> Column:
+def _time_text(v: Column, _type: Column | None = None) -> Column:
     return F.when(v.rlike(r"^-?[0-9]{1,3}:[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?$"), v)
 
 

@@ -29,7 +29,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
 
     def declaration(names: Column) -> tuple[Column, dict[str, Converter]]:
         sent = F.coalesce(F.col("sent_after")[LIGHT_TYPE], F.col("sent_before")[LIGHT_TYPE])
-        light = F.from_json(sent, _LIGHT_TYPES)
+        light = F.from_json(sent, _LIGHT_TYPES)  # type: ignore[arg-type]  # a MapType schema works
         types = F.transform_values(light, lambda _name, declared: declared["schemaType"])
         return declare_names(names, types, lambda wire_type: ob_types.resolve(wire_type, oracle)), ob_types.CONVERTERS
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -80,18 +81,18 @@ class Declared:
     """A parsed declaration; each field is a Python value (`parse`) or a Spark Column (`resolve`), so one rule
     reads both. `precision` is -1 when the declaration has none, `scale` 0."""
 
-    text: object
-    base: object
-    unsigned: object
-    precision: object
-    scale: object
-    two_parameters: object
-    oracle: object
+    text: Any
+    base: Any
+    unsigned: Any
+    precision: Any
+    scale: Any
+    two_parameters: Any
+    oracle: Any
 
-    def base_in(self, *names: str) -> object:
+    def base_in(self, *names: str) -> Any:
         return self.base.isin(*names) if isinstance(self.base, Column) else self.base in names
 
-    def says(self, words: str) -> object:
+    def says(self, words: str) -> Any:
         return self.text.contains(words) if isinstance(self.text, Column) else words in self.text
 
 
@@ -100,7 +101,7 @@ class Rule:
     """When `applies` (a predicate over Declared), the column has converter key `conv` and Spark type `type`;
     'decimal(p,s)' in `type` is filled in with the declaration's precision and scale."""
 
-    applies: Callable[[Declared], object]
+    applies: Callable[[Declared], Any]
     conv: str | None
     type: str
 
@@ -223,6 +224,7 @@ def resolve(
             value = F.struct(F.lit(rule.conv).cast("string").alias("conv"), spark_type.alias("type"))
             condition = F.coalesce(rule.applies(d), F.lit(False))
             result = F.when(condition, value) if result is None else result.when(condition, value)
+        assert result is not None  # there are rules
         return result.otherwise(F.struct(F.lit(None).cast("string").alias("conv"), F.lit(EXACT_TEXT).alias("type")))
 
     normal = F.regexp_replace(F.lower(F.trim(declared)), r"\s+", " ")
