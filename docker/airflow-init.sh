@@ -31,12 +31,13 @@ from botocore.exceptions import ClientError
 bucket, endpoint = sys.argv[1], sys.argv[2]
 s3 = boto3.client("s3", endpoint_url=endpoint)
 try:
+    s3.head_bucket(Bucket=bucket)
+    print(f"airflow-init: bucket {bucket} exists")
+except ClientError as exc:
+    if exc.response["Error"]["Code"] not in ("404", "NoSuchBucket"):
+        raise
     s3.create_bucket(Bucket=bucket)
     print(f"airflow-init: created bucket {bucket}")
-except ClientError as exc:
-    if exc.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
-        raise
-    print(f"airflow-init: bucket {bucket} exists")
 PY
 fi
 echo "airflow-init: done"

@@ -46,7 +46,11 @@ def test_the_init_script_migrates_adds_the_spark_connection_and_creates_the_buck
     )
     assert shown.returncode == 0, shown.stderr[-3000:]
     (connection,) = json.loads(shown.stdout)
-    assert (connection["conn_type"], connection["host"], connection["port"]) == ("spark", "spark://spark-master", 7077)
-    assert json.loads(connection["extra"]) == {"deploy-mode": "client"}
+    assert (connection["conn_type"], connection["host"], int(connection["port"])) == (
+        "spark",
+        "spark://spark-master",
+        7077,
+    )
+    assert connection["extra_dejson"] == {"deploy-mode": "client"}
     names = [b["Name"] for b in boto3.client("s3", endpoint_url=s3_endpoint).list_buckets()["Buckets"]]
     assert bucket in names
