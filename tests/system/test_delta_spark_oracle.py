@@ -34,12 +34,9 @@ def test_delta_on_spark_loads_a_random_stream_with_ddl_to_the_model(tmp_path: Pa
     assert any('"userMetadata"' in path.read_text() for path in history)  # Delta on Spark wrote the tables
 
 
-def load_with_delta_spark(
-    tmp_path: Path, master: str, seed: int = 11, env: dict[str, str] | None = None
-) -> tuple[SourceConfig, list[TableModel]]:
-    """Write the random stream of `seed` as canal_json exports under `tmp_path`, then load its hours with the
-    local runner (its own process, environment `env` or this one's) on `master` with `engine: delta_spark`;
-    the source and the models."""
+def stream_source(tmp_path: Path, seed: int = 11) -> tuple[SourceConfig, list[TableModel], Path]:
+    """Write the random stream of `seed` as canal_json exports under `tmp_path`; its `engine: delta_spark` source,
+    the models and the config file declaring the source."""
     fmt = "canal_json"
     rng = random.Random(seed)
     hours, models = stream(rng)
@@ -56,13 +53,19 @@ def load_with_delta_spark(
     source = SourceConfig(**declared)
     config = tmp_path / "sources.yaml"
     config.write_text(yaml.safe_dump({"sources": [source.model_dump(mode="json", exclude_defaults=True)]}))
+    return source, models, config
+
+
+def load_with_delta_spark(tmp_path: Path, master: str, seed: int = 11) -> tuple[SourceConfig, list[TableModel]]:
+    """`stream_source`'s hours loaded by the local runner (its own process) on `master`; the source and the
+    models."""
+    source, models, config = stream_source(tmp_path, seed)
     completed = subprocess.run(
         [sys.executable, "-m", "lakeloader.cli.local_runner", "--source", "shop", "--config", str(config),
          "--from", zones.format_hour(HOURS[0]), "--to", zones.format_hour(HOURS[-1]), "--master", master],
         capture_output=True,
         text=True,
         timeout=_TIMEOUT_SECONDS,
-        env=env,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-5000:]
     return source, models
