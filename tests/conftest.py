@@ -15,6 +15,9 @@ Object storage
     s3_bucket    (function) name of a fresh, empty bucket on that server.
 Alert receivers
     http_receiver, smtp_receiver (function) a real HTTP / SMTP server process on loopback, stopped by PID.
+Spark cluster
+    spark_cluster (function) a Spark standalone master and two one-core workers on 127.0.0.1
+                  (tests/spark_cluster.py), stopped by process group.
 """
 
 from __future__ import annotations
@@ -282,3 +285,18 @@ def parse_messages(spark, tmp_path):
     from format_support import parse_lines
 
     return lambda source, lines, name="m.json": parse_lines(spark, source, tmp_path, lines, f"hour=05/{name}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A Spark standalone cluster
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """A master and two workers (1 core, 1 GB each) from the pyspark installation, both registered; its `url`
+    is the `--master` of a client-mode application."""
+    from spark_cluster import standalone_cluster
+
+    with standalone_cluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        yield cluster

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 
@@ -32,10 +33,23 @@ def spark_session(app_name: str, master: str | None = None, conf: dict[str, str]
         if not submitted.contains(key):
             builder = builder.config(key, value)
     for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
+        builder = builder.config(key, expand_jars(value) if key == "spark.jars" else value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+def expand_jars(jars: str) -> str:
+    """`spark.jars` with each local glob pattern (`session_conf`'s `<jars_dir>/*.jar`) replaced by the files it
+    matches. SparkContext.addJar takes no patterns: a pattern reaches the driver's class path through
+    spark-submit, but executors on a cluster would never get the jars (Delta's classes then fail to deserialize
+    there), and a session's conf given here replaces the list spark-submit expanded."""
+    entries = []
+    for entry in filter(None, jars.split(",")):
+        local = "://" not in entry
+        matches = sorted(glob.glob(entry)) if local and glob.has_magic(entry) else []
+        entries.extend(matches or [entry])
+    return ",".join(entries)
 
 
 def read_parquet_dir(spark: SparkSession, lake: Store, key: str, schema: T.StructType) -> DataFrame:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_ddl_oracle import HOURS, model_rows, silver_rows, source_settings, stream, write_hours
+from test_ddl_oracle import HOURS, TableModel, model_rows, silver_rows, source_settings, stream, write_hours
 
 from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig
@@ -22,9 +22,22 @@ from lakeloader.core.spark_conf import jars_dir
 _TIMEOUT_SECONDS = 900
 
 
-@pytest.mark.skipif(not any(jars_dir().glob("*.jar")), reason=f"no jars in {jars_dir()}: run `make jars`")
+NO_JARS = pytest.mark.skipif(not any(jars_dir().glob("*.jar")), reason=f"no jars in {jars_dir()}: run `make jars`")
+
+
+@NO_JARS
 def test_delta_on_spark_loads_a_random_stream_with_ddl_to_the_model(tmp_path: Path) -> None:
-    fmt, seed = "canal_json", 11
+    source, models = load_with_delta_spark(tmp_path, "local[2]")
+    for model in models:
+        assert silver_rows(source, model) == model_rows(model), f"{model.table}"
+    history = (tmp_path / "lake").rglob("_delta_log/00000000000000000000.json")
+    assert any('"userMetadata"' in path.read_text() for path in history)  # Delta on Spark wrote the tables
+
+
+def stream_source(tmp_path: Path, seed: int = 11) -> tuple[SourceConfig, list[TableModel], Path]:
+    """Write the random stream of `seed` as canal_json exports under `tmp_path`; its `engine: delta_spark` source,
+    the models and the config file declaring the source."""
+    fmt = "canal_json"
     rng = random.Random(seed)
     hours, models = stream(rng)
     framing = write_hours(rng, fmt, tmp_path, hours)
@@ -40,15 +53,19 @@ def test_delta_on_spark_loads_a_random_stream_with_ddl_to_the_model(tmp_path: Pa
     source = SourceConfig(**declared)
     config = tmp_path / "sources.yaml"
     config.write_text(yaml.safe_dump({"sources": [source.model_dump(mode="json", exclude_defaults=True)]}))
+    return source, models, config
+
+
+def load_with_delta_spark(tmp_path: Path, master: str, seed: int = 11) -> tuple[SourceConfig, list[TableModel]]:
+    """`stream_source`'s hours loaded by the local runner (its own process) on `master`; the source and the
+    models."""
+    source, models, config = stream_source(tmp_path, seed)
     completed = subprocess.run(
         [sys.executable, "-m", "lakeloader.cli.local_runner", "--source", "shop", "--config", str(config),
-         "--from", zones.format_hour(HOURS[0]), "--to", zones.format_hour(HOURS[-1]), "--master", "local[2]"],
+         "--from", zones.format_hour(HOURS[0]), "--to", zones.format_hour(HOURS[-1]), "--master", master],
         capture_output=True,
         text=True,
         timeout=_TIMEOUT_SECONDS,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-5000:]
-    for model in models:
-        assert silver_rows(source, model) == model_rows(model), f"seed {seed}, {model.table}"
-    history = (tmp_path / "lake").rglob("_delta_log/00000000000000000000.json")
-    assert any('"userMetadata"' in path.read_text() for path in history)  # Delta on Spark wrote the tables
+    return source, models
