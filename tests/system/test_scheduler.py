@@ -46,23 +46,11 @@ class Airflow:
     http: Receiver
     smtp: Receiver
 
-    def cli(self, *args: str, timeout: float = 180, attempts: int = 1) -> str:
-        """Runs an airflow command; with attempts > 1, runs it again when SQLite reported the database locked.
-
-        Creating a backfill while the scheduler writes can fail on SQLite with "database is locked" despite
-        the long busy timeout set below (apache/airflow#66726; Airflow supports it only on PostgreSQL and
-        MySQL). Airflow then removes the backfill it could not finish creating, so that the user can retry,
-        which is what a retry here does.
-        """
-        for attempt in range(1, attempts + 1):
-            result = subprocess.run(
-                [str(WITH_AIRFLOW), "airflow", *args], env=self.env, cwd=self.root, capture_output=True, text=True,
-                timeout=timeout,
-            )  # fmt: skip
-            if result.returncode == 0 or "database is locked" not in result.stderr or attempt == attempts:
-                break
-            print(f"airflow {args[0]} {args[1]}: database locked, attempt {attempt + 1} of {attempts}")
-            time.sleep(5)
+    def cli(self, *args: str, timeout: float = 180) -> str:
+        result = subprocess.run(
+            [str(WITH_AIRFLOW), "airflow", *args], env=self.env, cwd=self.root, capture_output=True, text=True,
+            timeout=timeout,
+        )  # fmt: skip
         assert result.returncode == 0, (
             f"airflow {' '.join(args)} failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
         )
@@ -225,15 +213,36 @@ def _landed(root: Path) -> dict[str, list[str]]:
 
 
 def _backfill(airflow: Airflow, first: datetime, last: datetime, *extra: str) -> None:
+    """Create a backfill and wait until every backfill is complete.
+
+    Creating a backfill while the scheduler writes can fail on SQLite with "database is locked" despite the long
+    busy timeout (apache/airflow#66726; Airflow supports backfills only on PostgreSQL and MySQL). Airflow's
+    removal of the backfill it could not finish creating is best-effort, so a failed attempt may leave it
+    behind: the scheduler completes it (or drops it after 2 minutes when it got no runs) before the next
+    attempt, which Airflow refuses while any backfill of the DAG runs."""
     before = airflow.query("select count(*) from backfill")[0][0]
-    airflow.cli("backfill", "create", "--dag-id", "lakeloader_shop_hourly", "--max-active-runs", "1",
-                "--from-date", first.isoformat(), "--to-date", last.isoformat(), *extra, attempts=3)  # fmt: skip
+    args = ("backfill", "create", "--dag-id", "lakeloader_shop_hourly", "--max-active-runs", "1",
+            "--from-date", first.isoformat(), "--to-date", last.isoformat(), *extra)  # fmt: skip
+    for attempt in range(1, 4):
+        try:
+            airflow.cli(*args)
+            break
+        except AssertionError as error:
+            retried = ("database is locked", "Another backfill is running")
+            if attempt == 3 or not any(reason in str(error) for reason in retried):
+                raise
+            print(f"airflow backfill create: {str(error).splitlines()[-1][:120]}; attempt {attempt + 1} of 3")
+            airflow.wait("no backfill running", lambda: _all_backfills_complete(airflow), 300, every=5)
     airflow.wait(
         "the backfill to complete",
-        lambda: airflow.query("select count(*) > ? and count(completed_at) = count(*) from backfill", before)[0][0],
+        lambda: airflow.query("select count(*) > ? from backfill", before)[0][0] and _all_backfills_complete(airflow),
         BACKFILL_SECONDS,
         every=5,
     )
+
+
+def _all_backfills_complete(airflow: Airflow) -> bool:
+    return bool(airflow.query("select count(completed_at) = count(*) from backfill")[0][0])
 
 
 def test_backfill_of_three_hours_loads_them_and_rerunning_an_hour_changes_nothing(airflow):
