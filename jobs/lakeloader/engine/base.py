@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakeloader.core.errors import LakeloaderError
 
@@ -148,6 +149,54 @@ def render_newer(order_columns: tuple[str, ...], source: Callable[[str], str], t
         equal_before = [f"{source(c)} = {target(c)}" for c in order_columns[:i]]
         terms.append(" AND ".join([*equal_before, f"{source(column)} > {target(column)}"]))
     return "(" + " OR ".join(f"({t})" for t in terms) + ")"
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How an engine's SQL names a column, writes a string literal, and asks whether an array holds a value."""
+
+    quote: Callable[[str], str]
+    literal: Callable[[str], str]
+    array_contains: str
+
+
+@dataclass(frozen=True)
+class MergePlan:
+    """The parts of a merge every engine builds alike (source alias `s`, target alias `t`)."""
+
+    on: str
+    updates: dict[str, str]
+    inserts: dict[str, str]
+    is_upsert: str
+    is_delete: str
+    source: pa.Table  # the change set without staging columns (but the action, and the partial markers if any)
+
+
+def merge_plan(changes: pa.Table, target_columns: list[str], key_columns: list[str], dialect: Dialect) -> MergePlan:
+    """A change set's merge into a table with `target_columns`: matched on the key, every shared column set or
+    inserted; a partial row keeps the target's value for a column its image does not carry."""
+    quote, literal = dialect.quote, dialect.literal
+    columns = [name for name in target_columns if name in changes.column_names]
+    has_partial = PARTIAL in changes.column_names and bool(pc.any(changes[PARTIAL]).as_py())
+    fixed = {*key_columns, *METADATA_COLUMNS}
+
+    def assignment(column: str) -> str:
+        if not has_partial or column in fixed:
+            return f"s.{quote(column)}"
+        absent = f"s.{quote(PARTIAL)} AND NOT {dialect.array_contains}(s.{quote(PRESENT)}, {literal(column)})"
+        return f"CASE WHEN {absent} THEN t.{quote(column)} ELSE s.{quote(column)} END"
+
+    source = changes.drop_columns([c for c in STAGING_COLUMNS if c in changes.column_names and c != ACTION])
+    if has_partial:
+        source = source.append_column(PARTIAL, changes[PARTIAL]).append_column(PRESENT, changes[PRESENT])
+    return MergePlan(
+        on=" AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in key_columns),
+        updates={quote(c): assignment(c) for c in columns},
+        inserts={quote(c): f"s.{quote(c)}" for c in columns},
+        is_upsert=f"s.{quote(ACTION)} = '{UPSERT}'",
+        is_delete=f"s.{quote(ACTION)} = '{DELETE}'",
+        source=source,
+    )
 
 
 class TableEngine(Protocol):

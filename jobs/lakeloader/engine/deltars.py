@@ -31,20 +31,15 @@ from deltalake.exceptions import TableNotFoundError
 from deltalake.schema import Field
 
 from lakeloader.engine.base import (
-    ACTION,
-    DELETE,
     FILE_SIZE_PROPERTY,
-    METADATA_COLUMNS,
     NULL_AS_OLDEST,
-    PARTIAL,
-    PRESENT,
-    STAGING_COLUMNS,
     STATS_COLUMNS_PROPERTY,
-    UPSERT,
+    Dialect,
     MergeResult,
     Predicate,
     UnreadableTable,
     Value,
+    merge_plan,
     render_newer,
     render_predicate,
 )
@@ -60,6 +55,9 @@ def quote(name: str) -> str:
 
 def literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+DIALECT = Dialect(quote, literal, "array_has")
 
 
 def value_sql(value: Value) -> str:
@@ -288,34 +286,25 @@ class DeltaRsEngine:
         commit_info: dict[str, str],
     ) -> MergeResult:
         table = self._trust_statistics(uri, commit_info, changes)
-        columns = [name for name in table.schema().to_arrow().names if name in changes.column_names]
-        has_partial = PARTIAL in changes.column_names and bool(pc.any(changes[PARTIAL]).as_py())
-        fixed = {*key_columns, *METADATA_COLUMNS}
-        updates = {quote(c): _assignment(c, has_partial and c not in fixed) for c in columns}
-        inserts = {quote(c): f"s.{quote(c)}" for c in columns}
-        on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in key_columns)
-        is_upsert, is_delete = f"s.{quote(ACTION)} = '{UPSERT}'", f"s.{quote(ACTION)} = '{DELETE}'"
         target_columns = table.schema().to_arrow().names
+        plan = merge_plan(changes, target_columns, key_columns, DIALECT)
         absent = frozenset(
             [f"t.{c}" for c in order_columns if c not in target_columns]
             + [f"s.{c}" for c in order_columns if c not in changes.column_names]
         )
         is_newer = newer(order_columns, absent=absent)
-        source = changes.drop_columns([c for c in STAGING_COLUMNS if c in changes.column_names and c != ACTION])
-        if has_partial:
-            source = source.append_column(PARTIAL, changes[PARTIAL]).append_column(PRESENT, changes[PRESENT])
         metrics = (
             table.merge(
-                source,
-                predicate=on,
+                plan.source,
+                predicate=plan.on,
                 source_alias="s",
                 target_alias="t",
                 streamed_exec=self.streamed_merge,
                 commit_properties=CommitProperties(custom_metadata=commit_info),
             )
-            .when_matched_delete(predicate=f"{is_delete} AND {is_newer}")
-            .when_matched_update(updates=updates, predicate=f"{is_upsert} AND {is_newer}")
-            .when_not_matched_insert(updates=inserts, predicate=is_upsert)
+            .when_matched_delete(predicate=f"{plan.is_delete} AND {is_newer}")
+            .when_matched_update(updates=plan.updates, predicate=f"{plan.is_upsert} AND {is_newer}")
+            .when_not_matched_insert(updates=plan.inserts, predicate=plan.is_upsert)
             .execute()
         )
         return MergeResult(
@@ -435,16 +424,6 @@ class DeltaRsEngine:
 def _aims_at(table: DeltaTable, file_size: int) -> bool:
     """Whether the table's writes aim at files of `file_size` bytes."""
     return table.metadata().configuration.get(FILE_SIZE_PROPERTY) == str(file_size)
-
-
-def _assignment(column: str, may_be_absent: bool) -> str:
-    """A partial row keeps the target's value for a column its image does not carry."""
-    if not may_be_absent:
-        return f"s.{quote(column)}"
-    return (
-        f"CASE WHEN s.{quote(PARTIAL)} AND NOT array_has(s.{quote(PRESENT)}, {literal(column)}) "
-        f"THEN t.{quote(column)} ELSE s.{quote(column)} END"
-    )
 
 
 def _plain(field: pa.Field) -> pa.Field:

@@ -19,26 +19,20 @@ from decimal import Decimal
 from functools import partial
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type, to_arrow_schema
 
 from lakeloader.core.storage import spark_path
 from lakeloader.engine.base import (
-    ACTION,
-    DELETE,
     FILE_SIZE_PROPERTY,
-    METADATA_COLUMNS,
     NULL_AS_OLDEST,
-    PARTIAL,
-    PRESENT,
-    STAGING_COLUMNS,
-    UPSERT,
+    Dialect,
     MergeResult,
     Predicate,
     Value,
+    merge_plan,
     render_newer,
     render_predicate,
 )
@@ -56,6 +50,9 @@ def quote(name: str) -> str:
 
 def literal(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+DIALECT = Dialect(quote, literal, "array_contains")
 
 
 def value_sql(value: Value) -> str:
@@ -200,25 +197,16 @@ class DeltaSparkEngine:
         commit_info: dict[str, str],
     ) -> MergeResult:
         target_columns = self._frame(uri).columns
-        columns = [name for name in target_columns if name in changes.column_names]
-        has_partial = PARTIAL in changes.column_names and bool(pc.any(changes[PARTIAL]).as_py())
-        fixed = {*key_columns, *METADATA_COLUMNS}
-        updates: dict[str, str | Column] = {quote(c): _assignment(c, has_partial and c not in fixed) for c in columns}
-        inserts: dict[str, str | Column] = {quote(c): f"s.{quote(c)}" for c in columns}
-        on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in key_columns)
-        is_upsert, is_delete = f"s.{quote(ACTION)} = '{UPSERT}'", f"s.{quote(ACTION)} = '{DELETE}'"
+        plan = merge_plan(changes, target_columns, key_columns, DIALECT)
         is_newer = newer(order_columns, set(changes.column_names), set(target_columns))
-        source = changes.drop_columns([c for c in STAGING_COLUMNS if c in changes.column_names and c != ACTION])
-        if has_partial:
-            source = source.append_column(PARTIAL, changes[PARTIAL]).append_column(PRESENT, changes[PRESENT])
         with self._committing(commit_info):
             (
                 self._table(uri)
                 .alias("t")
-                .merge(self.spark.createDataFrame(source).alias("s"), on)
-                .whenMatchedDelete(condition=f"{is_delete} AND {is_newer}")
-                .whenMatchedUpdate(condition=f"{is_upsert} AND {is_newer}", set=updates)
-                .whenNotMatchedInsert(condition=is_upsert, values=inserts)
+                .merge(self.spark.createDataFrame(plan.source).alias("s"), plan.on)
+                .whenMatchedDelete(condition=f"{plan.is_delete} AND {is_newer}")
+                .whenMatchedUpdate(condition=f"{plan.is_upsert} AND {is_newer}", set=dict(plan.updates))
+                .whenNotMatchedInsert(condition=plan.is_upsert, values=dict(plan.inserts))
                 .execute()
             )
         metrics, version = self._last_commit(uri)
@@ -291,13 +279,3 @@ class DeltaSparkEngine:
 
     def row_count(self, uri: str) -> int:
         return self._frame(uri).count()
-
-
-def _assignment(column: str, may_be_absent: bool) -> str:
-    """A partial row keeps the target's value for a column its image does not carry."""
-    if not may_be_absent:
-        return f"s.{quote(column)}"
-    return (
-        f"CASE WHEN s.{quote(PARTIAL)} AND NOT array_contains(s.{quote(PRESENT)}, {literal(column)}) "
-        f"THEN t.{quote(column)} ELSE s.{quote(column)} END"
-    )
