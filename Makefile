@@ -6,6 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.lock | cut -c1-12)
 SITE := $(VENV)/lib/python3.11/site-packages
+TEST_WORKERS ?= 2
 
 .PHONY: setup jars demo check test lint lock clean bench bench-small
 
@@ -45,14 +46,16 @@ check: setup
 	$(VENV)/bin/ruff check .
 	bin/with-airflow $(PY) -m pytest tests/unit --hypothesis-profile=check
 
-# Everything: tests/unit, tests/spark and tests/system (what CI runs, .ci/run).
+# Everything: tests/unit, tests/spark and tests/system (what CI runs, .ci/run), in TEST_WORKERS pytest-xdist
+# processes (each with its own Spark session, Airflow home and S3 server): a Spark test on small data keeps about
+# one core busy, so two workers use a 2-core machine fully. Work stealing evens out the long system tests.
 # The jars' test is skipped (with the reason) when they cannot be fetched, rather than failing every test.
 test: setup
 	@$(MAKE) --no-print-directory jars || echo "WARNING: could not fetch the pinned jars with mvn: tests/system/test_spark_jars.py is skipped" >&2
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
-	bin/with-airflow $(PY) -m pytest
+	bin/with-airflow $(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 # The benchmark (docs/performance.md); not part of `make test`. BENCH_ARGS adds options, e.g. BENCH_ARGS="--no-verify".
 bench: setup
