@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,16 +106,9 @@ def postgres_server(tmp_path: Path) -> Iterator[PostgresServer]:
              "--encoding=UTF8", "--locale=C.UTF-8", "-D", str(data)],
             env=env, cwd=root, check=True, capture_output=True, timeout=120,
         )  # fmt: skip
-        port = _free_port()
-        settings = [arg for key, value in {**_SETTINGS, "port": str(port)}.items() for arg in ("-c", f"{key}={value}")]
-        with open(log, "wb") as out:
-            process = subprocess.Popen(
-                [*_as_user(user), str(bin_dir / "postgres"), "-D", str(data), *settings],
-                env=env, cwd=root, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+        process, port = _start(user, bin_dir, data, env, log)
         try:
             dsn = f"host=127.0.0.1 port={port} user={ROLE} dbname="
-            _wait_until_accepting(dsn + "postgres", process, log)
             admin = psycopg2.connect(dsn + "postgres")
             try:
                 admin.autocommit = True  # CREATE DATABASE runs outside a transaction
@@ -130,14 +123,37 @@ def postgres_server(tmp_path: Path) -> Iterator[PostgresServer]:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _wait_until_accepting(dsn: str, process: subprocess.Popen[bytes], log: Path) -> None:
+def _start(
+    user: pwd.struct_passwd | None, bin_dir: Path, data: Path, env: dict[str, str], log: Path
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start the server on a free port and wait until it accepts connections; a port taken between choosing
+    and binding it (by a parallel test worker) is retried with another."""
+    for _attempt in range(3):
+        port = _free_port()
+        settings = [arg for key, value in {**_SETTINGS, "port": str(port)}.items() for arg in ("-c", f"{key}={value}")]
+        with open(log, "ab") as out:
+            process = subprocess.Popen(
+                [*_as_user(user), str(bin_dir / "postgres"), "-D", str(data), *settings],
+                env=env, cwd=data.parent, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        if _accepting(f"host=127.0.0.1 port={port} user={ROLE} dbname=postgres", data, process, log):
+            return process, port
+        _stop(process)
+    raise RuntimeError(f"postgres found no free port in 3 attempts:\n{log.read_text()[-3000:]}")
+
+
+def _accepting(dsn: str, data: Path, process: subprocess.Popen[bytes], log: Path) -> bool:
+    """Whether our server came up (its data directory answers on the port), False if its port was taken."""
     deadline = time.monotonic() + _STARTUP_TIMEOUT_SECONDS
     while True:
         if process.poll() is not None:
+            if "could not bind" in log.read_text():
+                return False
             raise RuntimeError(f"postgres exited with {process.returncode}:\n{log.read_text()[-3000:]}")
         try:
-            psycopg2.connect(dsn).close()
-            return
+            with closing(psycopg2.connect(dsn)) as connection, connection.cursor() as cursor:
+                cursor.execute("show data_directory")
+                return cursor.fetchone() == (str(data),)
         except psycopg2.OperationalError:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"postgres did not start in time:\n{log.read_text()[-3000:]}") from None
