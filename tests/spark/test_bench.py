@@ -73,8 +73,17 @@ def test_bench_formats_parses_each_formats_export_completely(spark, tmp_path: Pa
     assert [r["parse"].details["data"] for r in rows] == [400, 400]  # every message a change, none quarantined
     assert [r.name for r in probe.records] == [
         "floor: canal_json",
+        "textbook parse: canal_json",
         "parse: canal_json",
-        "floor: dts_avro",
+        "order+dedupe: canal_json",
+        "textbook order+dedupe: canal_json",
+        "floor: dts_avro",  # no JSON envelope: no textbook parse
         "parse: dts_avro",
+        "order+dedupe: dts_avro",
+        "textbook order+dedupe: dts_avro",
     ]
+    # both dedupes keep one change per key of the stream
+    assert [(r["order"].details["actions"], r["textbook_order"].details["actions"]) for r in rows] == [(100, 100)] * 2
+    textbook = tmp_path / "formats" / "canal_json" / "400" / "textbook"
+    assert [p.name for p in textbook.iterdir() if p.is_dir()] == ["table=items"]  # written by table
     assert "| canal_json | 400 |" in formats_markdown(rows)

@@ -34,6 +34,24 @@ def test_numbers_keep_their_exact_text_and_strings_are_untouched(spark):
     )
 
 
+def test_numbers_after_non_numeric_values_and_negative_zero_keep_their_text(spark):
+    # one quoting pass over the whole message: a '-' that starts no number (-Infinity) must not stop it
+    line = '{"a": -Infinity, "b": -0, "c": NaN, "d": 1E+2, "e": "-1.5", "f": -0.0}'
+    (quoted,) = evaluate(spark, exact_numbers, line)
+    assert quoted == '{"a": -Infinity, "b": "-0", "c": NaN, "d": "1E+2", "e": "-1.5", "f": "-0.0"}'
+
+
+def test_quoting_a_long_message_quotes_every_number(spark):
+    line = '{"a": [' + ",".join(['"x\\"y 1.5"', "1.25"] * 50_000) + "]}"
+    (quoted,) = evaluate(spark, exact_numbers, line)
+    assert quoted == '{"a": [' + ",".join(['"x\\"y 1.5"', '"1.25"'] * 50_000) + "]}"
+
+
+def test_an_unterminated_string_stays_invalid_json_after_quoting(spark):
+    (parsed,) = evaluate(spark, lambda v: F.from_json(exact_numbers(v), "map<string,string>"), '{"a": "x 1.5}')
+    assert parsed is None
+
+
 def test_invalid_json_numbers_stay_invalid_after_quoting(spark):
     # a leading zero is not JSON; quoting must not turn it into a valid string
     (quoted,) = evaluate(spark, exact_numbers, '{"a": 01}')

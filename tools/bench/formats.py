@@ -1,6 +1,8 @@
 """Parse throughput per wire format: an export of N messages in each format (`tools.cdcgen.wire`),
-then, measured in the same process, the floor (Spark reads the landed files and writes them as Parquet) and
-parse (`run_parse`: the format's parser, bronze and quarantine written, the report's counts).
+then, measured in the same process on the same landed files: the floor (Spark reads the landed files and writes
+them as Parquet), the textbook parse (`tools.bench.textbook`), parse (`run_parse`: the format's parser, bronze and
+quarantine written, the report's counts), order+dedupe (`key_actions` over that bronze, materialized) and the
+textbook order+dedupe of the same bronze.
 
 The stream is one keyed table: the first quarter of the changes insert keys, the rest update them (and delete
 every tenth, re-inserting it later), so every format carries inserts, updates and deletes in proportions a
@@ -14,18 +16,25 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
+from pyspark import StorageLevel
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
+from lakeloader.apply.key_actions import key_actions, table_shapes, with_order
+from lakeloader.apply.step import read_bronze, with_segments
 from lakeloader.core.config import SourceConfig
-from lakeloader.core.storage import spark_path
+from lakeloader.core.storage import open_store, spark_path
 from lakeloader.land.step import land_hour
+from lakeloader.parse import canonical as C
 from lakeloader.parse.step import run_parse
 from tools.bench.generate import count_lines
-from tools.bench.probe import Probe
+from tools.bench.probe import PhaseRecord, Probe
+from tools.bench.textbook import ENVELOPES, textbook_dedupe, textbook_parse
 from tools.cdcgen import wire
 
 HOUR = wire.BASE
-FLOOR, PARSE = "floor", "parse"
+FLOOR, TEXTBOOK, PARSE = "floor", "textbook parse", "parse"
+ORDER, TEXTBOOK_ORDER = "order+dedupe", "textbook order+dedupe"
 
 
 def _export(directory: Path, fmt: str, n: int) -> Path:
@@ -47,7 +56,8 @@ def _export(directory: Path, fmt: str, n: int) -> Path:
 
 
 def run_formats(spark: SparkSession, probe: Probe, formats: list[str], n: int, workdir: Path) -> list[dict]:
-    """Floor and parse per format; one row per format for the report."""
+    """Floor, textbook parse, parse, order+dedupe and textbook order+dedupe per format; one row per format for
+    the report (a phase that does not apply to a format, the textbook parse of DTS Avro, is None)."""
     rows = []
     for fmt in formats:
         directory = workdir / "formats" / fmt / str(n)
@@ -61,24 +71,71 @@ def run_formats(spark: SparkSession, probe: Probe, formats: list[str], n: int, w
         messages = sum(count_lines(lake / entry.raw_key) for entry in manifest)
         with probe.phase(f"{FLOOR}: {fmt}", messages) as floor:
             spark.read.text(paths).write.mode("overwrite").parquet(spark_path(str(directory / "floor")))
+        textbook: PhaseRecord | None = None
+        if fmt in ENVELOPES:
+            with probe.phase(f"{TEXTBOOK}: {fmt}", messages) as textbook:
+                textbook_parse(spark, fmt, paths, directory / "textbook")
         with probe.phase(f"{PARSE}: {fmt}", messages) as parse:
             outcomes = run_parse(spark, source, HOUR)["outcomes"]
             parse.details = outcomes
+        store = open_store(str(lake))
+        data = with_segments(read_bronze(spark, store, source.name, HOUR).where(F.col("kind") == C.DATA), {})
+        data = with_order(data, fmt)
+        with probe.phase(f"{ORDER}: {fmt}", messages) as order:
+            actions = key_actions(data, table_shapes(data, {})).persist(StorageLevel.MEMORY_AND_DISK)
+            order.details["actions"] = actions.count()
+            actions.unpersist()
+        with probe.phase(f"{TEXTBOOK_ORDER}: {fmt}", messages) as textbook_order:
+            textbook_order.details["actions"] = textbook_dedupe(read_bronze(spark, store, source.name, HOUR), ("id",))
         size = sum(entry.size for entry in manifest)
-        rows.append({"format": fmt, "messages": messages, "mib": size / 2**20, "floor": floor, "parse": parse})
+        rows.append(
+            {
+                "format": fmt,
+                "messages": messages,
+                "mib": size / 2**20,
+                "floor": floor,
+                "textbook": textbook,
+                "parse": parse,
+                "order": order,
+                "textbook_order": textbook_order,
+            }
+        )
     return rows
 
 
+def _ratio(ours: PhaseRecord, anchor: PhaseRecord | None, cpu: bool = False) -> str:
+    """Our time over the anchor's (wall clock, or the JVM's CPU seconds: on a shared machine the CPU time is
+    the steadier measure); '-' without an anchor."""
+    if anchor is None:
+        return "-"
+    mine, theirs = (ours.jvm_cpu_seconds, anchor.jvm_cpu_seconds) if cpu else (ours.seconds, anchor.seconds)
+    return f"{mine / theirs:.1f}" if theirs > 0 else "-"
+
+
 def formats_markdown(rows: list[dict]) -> str:
+    """Per format: seconds of each phase, parse's messages/s and MB/s, and the ratios (our time over the anchor's:
+    1.0 is as fast as the anchor), by wall clock and by JVM CPU seconds."""
     lines = [
-        "| format | messages | MiB | floor s | parse s | parse messages/s | of floor | quarantined | peak MiB JVM |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| format | messages | MiB | floor s | textbook s | parse s | parse messages/s | parse MiB/s "
+        "| parse / floor | parse / textbook | parse / textbook, CPU | order+dedupe s | textbook order s "
+        "| order / textbook | order / textbook, CPU | quarantined | peak MiB JVM | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
-        floor, parse = r["floor"], r["parse"]
+        floor, textbook, parse, order, textbook_order = (
+            r["floor"],
+            r["textbook"],
+            r["parse"],
+            r["order"],
+            r["textbook_order"],
+        )
+        textbook_seconds = f"{textbook.seconds:.1f}" if textbook is not None else "-"
         lines.append(
-            f"| {r['format']} | {r['messages']:,} | {r['mib']:.0f} | {floor.seconds:.1f} | {parse.seconds:.1f} "
-            f"| {parse.per_second:,.0f} | {floor.seconds / parse.seconds:.2f} | "
-            f"{parse.details.get('quarantined', 0):,} | {parse.jvm_peak_mb:,.0f} |"
+            f"| {r['format']} | {r['messages']:,} | {r['mib']:.0f} | {floor.seconds:.1f} | {textbook_seconds} "
+            f"| {parse.seconds:.1f} | {parse.per_second:,.0f} | {r['mib'] / parse.seconds:.1f} "
+            f"| {_ratio(parse, floor)} | {_ratio(parse, textbook)} | {_ratio(parse, textbook, cpu=True)} "
+            f"| {order.seconds:.1f} | {textbook_order.seconds:.1f} | {_ratio(order, textbook_order)} "
+            f"| {_ratio(order, textbook_order, cpu=True)} | {parse.details.get('quarantined', 0):,} "
+            f"| {parse.jvm_peak_mb:,.0f} | {floor.load_before:.1f}-{textbook_order.load_after:.1f} |"
         )
     return "\n".join(lines) + "\n"

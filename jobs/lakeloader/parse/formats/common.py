@@ -48,22 +48,26 @@ BAD_VALUES = "value does not match its declared type in column(s): "
 # Reading messages
 # --------------------------------------------------------------------------------------------------------------
 
-_JSON_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
 _JSON_NUMBER = r"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?"
-_OPEN, _CLOSE = "\u0000", "\u0001"  # cannot occur in valid JSON text (control characters must be escaped)
+# what lies between two numbers: whole string tokens, and characters that start no number ('-' only before a
+# non-digit: -Infinity)
+_NO_NUMBER = r'(?:[^"0-9\-]++|-(?![0-9])|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+'
+_NEXT_NUMBER = rf"\G({_NO_NUMBER})({_JSON_NUMBER})"
 
 
 def exact_numbers(text: Column) -> Column:
     """JSON text with every number token turned into a string token holding the same digits.
 
-    Spark's JSON reader renders a fractional number it reads into a string field through a double
-    ("1.10" -> "1.1", 40-digit decimals rounded). Quoting the numbers first keeps the text exactly as
-    sent. String tokens are matched as wholes, so digits inside strings are never touched: each match
-    is either a string (group 1) or a number (group 2) and gets an open and a close mark after or around
-    it; a string's marks are adjacent (group 2 is empty) and removed, a number's become quotes.
+    Spark's JSON reader renders a number it reads into a string field through a double when it has a
+    fraction or an exponent ("1.10" -> "1.1", "1E+2" -> "100.0", 40-digit fractions rounded) and drops the
+    sign of "-0". Quoting the numbers first keeps the text exactly as sent.
+
+    One pass: each match starts where the previous one ended (\\G) and consumes, possessively, everything up
+    to the next number (whole string tokens included, so digits inside strings are never touched), then the
+    number, which the replacement quotes. Where no number follows, the rest is left as it is. Text that is no
+    valid JSON (an unterminated string) stops the quoting there; `from_json` rejects it anyway.
     """
-    marked = F.regexp_replace(text, f"({_JSON_STRING})|({_JSON_NUMBER})", f"$1{_OPEN}$2{_CLOSE}")
-    return F.regexp_replace(F.regexp_replace(marked, _OPEN + _CLOSE, ""), f"[{_OPEN}{_CLOSE}]", '"')
+    return F.regexp_replace(text, _NEXT_NUMBER, '$1"$2"')
 
 
 def parse_json(lines: DataFrame, schema: T.StructType | T.MapType) -> DataFrame:
