@@ -44,6 +44,7 @@ from hypothesis import settings
 TIERS = ("unit", "spark", "system")
 # what a unit test must not use: each starts a JVM or an Airflow subprocess (seconds to minutes)
 _NOT_IN_UNIT = frozenset({"spark", "parse_messages", "airflow_env"})
+_RUN_ORDER = {"system": 0, "spark": 1, "unit": 2}
 
 settings.register_profile("test", settings.default)
 settings.register_profile("check", max_examples=max(1, settings.default.max_examples // 4))
@@ -52,18 +53,22 @@ settings.load_profile(os.environ.get("LAKELOADER_HYPOTHESIS_PROFILE", "test"))
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test with its tier (its directory under tests/); a unit test that asks for the Spark session or
-    an Airflow subprocess belongs in tests/spark or tests/system, and fails the collection saying so."""
-    misplaced = []
+    an Airflow subprocess belongs in tests/spark or tests/system, and fails the collection saying so. The
+    slowest tier runs first, so that in `make test`'s workers the long system tests start early and short unit
+    tests fill the end instead of one worker finishing a five-minute test alone."""
+    misplaced, tiers = [], {}
     for item in items:
         parts = Path(str(item.path)).parts
         tier = next((part for part in TIERS if part in parts[-2:-1]), None)
         if tier is None:
             continue
+        tiers[item.nodeid] = tier
         item.add_marker(getattr(pytest.mark, tier))
         if tier == "unit" and _NOT_IN_UNIT & set(getattr(item, "fixturenames", ())):
             misplaced.append(f"{item.nodeid} uses {sorted(_NOT_IN_UNIT & set(item.fixturenames))}")
     if misplaced:
         raise pytest.UsageError("tests/unit must not use the Spark session or Airflow:\n" + "\n".join(misplaced))
+    items.sort(key=lambda item: _RUN_ORDER.get(tiers.get(item.nodeid, ""), len(_RUN_ORDER)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
