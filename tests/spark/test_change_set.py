@@ -99,6 +99,7 @@ def test_both_executions_select_count_and_blank_by_the_same_predicates(both):
         (
             change_set.count(),
             change_set.count_where(E.Compare(E.ACTION, "=", E.UPSERT)),
+            change_set.counts({"older": E.before((E.SEQ, E.SEQ2), (Decimal(13), Decimal(0)))}),
             rows_of(change_set.where(not_older), ["id"]),
             rows_of(change_set.values_only_where(["v"], newer).drop(["n", "f"]), ["id", "v"]),
             change_set.first_holding("f"),
@@ -106,9 +107,9 @@ def test_both_executions_select_count_and_blank_by_the_same_predicates(both):
         for change_set in both
     ]
     assert results[0] == results[1]
-    assert results[0][:3] == (8, 6, [(4,), (5,), (6,), (2**40,)])
-    assert results[0][3][:3] == [(1, None), (2, None), (3, None)]
-    assert results[0][4] == {E.SEQ: Decimal(10), E.SEQ2: Decimal(0), E.SOURCE_FILE: "f", E.SOURCE_LINE: 10}
+    assert results[0][:4] == (8, 6, {"all": 8, "older": 4}, [(4,), (5,), (6,), (2**40,)])
+    assert results[0][4][:3] == [(1, None), (2, None), (3, None)]
+    assert results[0][5] == {E.SEQ: Decimal(10), E.SEQ2: Decimal(0), E.SOURCE_FILE: "f", E.SOURCE_LINE: 10}
 
 
 def test_both_executions_drop_the_same_stale_upserts_and_write_the_same_tombstones(both, tmp_path: Path):

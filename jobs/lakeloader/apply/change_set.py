@@ -60,6 +60,10 @@ class ChangeSet(Protocol):
 
     def count_where(self, predicate: Predicate) -> int: ...
 
+    def counts(self, predicates: dict[str, Predicate]) -> dict[str, int]:
+        """How many changes there are (`all`) and how many each predicate selects, in one pass."""
+        ...
+
     def where(self, predicate: Predicate) -> ChangeSet: ...
 
     def drop(self, names: Sequence[str]) -> ChangeSet: ...
@@ -93,7 +97,7 @@ class ChangeSet(Protocol):
         ...
 
     def materialized(self) -> ChangeSet:
-        """The same change set, computed once from here on (a Spark frame read by several jobs and merges)."""
+        """The same change set, computed once at its first use (a Spark frame read by several jobs and merges)."""
         ...
 
     def release(self) -> None:
@@ -170,6 +174,9 @@ class ArrowChangeSet:
 
     def count_where(self, predicate: Predicate) -> int:
         return int(pc.sum(arrow_mask(self.table, predicate).cast(pa.int64())).as_py() or 0)
+
+    def counts(self, predicates: dict[str, Predicate]) -> dict[str, int]:
+        return {"all": self.table.num_rows, **{name: self.count_where(p) for name, p in predicates.items()}}
 
     def where(self, predicate: Predicate) -> ArrowChangeSet:
         return ArrowChangeSet(self.table.filter(arrow_mask(self.table, predicate)))
@@ -346,6 +353,17 @@ class SparkChangeSet:
     def count_where(self, predicate: Predicate) -> int:
         return self.frame.where(_sql(predicate)).count()
 
+    def counts(self, predicates: dict[str, Predicate]) -> dict[str, int]:
+        from pyspark.sql import functions as F
+
+        sums = [
+            F.sum(F.when(F.expr(_sql(p)), 1).otherwise(0)).alias(f"_n{i}") for i, p in enumerate(predicates.values())
+        ]
+        (row,) = self.frame.agg(F.count(F.lit(1)).alias("_all"), *sums).collect()
+        found = {name: int(row[f"_n{i}"] or 0) for i, name in enumerate(predicates)}
+        self._count = int(row["_all"])
+        return {"all": int(row["_all"]), **found}
+
     def where(self, predicate: Predicate) -> SparkChangeSet:
         return SparkChangeSet(self.frame.where(_sql(predicate)))
 
@@ -467,14 +485,12 @@ class SparkChangeSet:
         return SparkChangeSet(kept.unionByName(deletes.select(*kept.columns)))
 
     def materialized(self) -> SparkChangeSet:
-        """Persisted in the executors (memory, else their disks) and counted: the counts, the merge and the
-        tombstones read the same rows, also though the merge changes the tables the change set was read against
-        (tombstones, a multiset's own table)."""
+        """Persisted in the executors (memory, else their disks) at its first use (the counts that follow): the
+        counts, the merge and the tombstones read the same rows, also though the merge changes the tables the
+        change set was read against (tombstones, a multiset's own table)."""
         from pyspark import StorageLevel
 
-        kept = SparkChangeSet(self.frame.persist(StorageLevel.MEMORY_AND_DISK), cached=True)
-        kept.count()
-        return kept
+        return SparkChangeSet(self.frame.persist(StorageLevel.MEMORY_AND_DISK), cached=True)
 
     def release(self) -> None:
         if self._cached:

@@ -127,19 +127,23 @@ def _apply(
     if table.key == multiset.KEY:
         return _apply_counts(engine, table, change_set)
     mark = truncation_mark(engine, table.uri)
-    before = change_set.count()
+    older = {"older": E.before((E.SEQ, E.SEQ2), mark)} if mark is not None else {}
+    counted = change_set.counts(older)  # one pass (a Spark job) for both counts
+    older_than_truncation = counted.get("older", 0)
+    remaining = counted["all"] - older_than_truncation
     if mark is not None:
-        change_set = change_set.where(E.Not(E.before((E.SEQ, E.SEQ2), mark)))
-    after_truncation = before if mark is None else change_set.count()
-    older_than_truncation = before - after_truncation
-    change_set = _drop_stale_upserts(engine, table, change_set).materialized()
+        change_set = change_set.where(E.Not(older["older"]))
+    if remaining and engine.exists(table.tombstones_uri):
+        change_set = _drop_stale_upserts(engine, table, change_set)
+    change_set = change_set.materialized()
     try:
-        stale = after_truncation - change_set.count()
-        upserts = change_set.count_where(E.Compare(E.ACTION, "=", E.UPSERT))
+        kept = change_set.counts({"upserts": _action(E.UPSERT), "deletes": _action(E.DELETE)})
+        stale = remaining - kept["all"]
         result = C.merge(engine, table.uri, change_set, table.key, E.ORDERING_COLUMNS, table.commit_info)
-        stale += upserts - result.inserted - result.updated
-        without_effect = change_set.count() - upserts - result.deleted
-        _record_tombstones(engine, table, change_set, loaded_at)
+        stale += kept["upserts"] - result.inserted - result.updated
+        without_effect = kept["all"] - kept["upserts"] - result.deleted
+        if kept["deletes"]:
+            _record_tombstones(engine, table, change_set, loaded_at)
     finally:
         change_set.release()
     if engine.exists(table.tombstones_uri):
@@ -148,6 +152,10 @@ def _apply(
     return ApplyResult(
         result.inserted, result.updated, result.deleted, stale, older_than_truncation, without_effect, result.version
     )
+
+
+def _action(action: str) -> E.Predicate:
+    return E.Compare(E.ACTION, "=", action)
 
 
 def _apply_counts(engine: TableEngine, table: SilverTable, change_set: ChangeSet) -> ApplyResult:
@@ -323,16 +331,12 @@ def truncation_mark(engine: TableEngine, uri: str) -> tuple[Decimal, Decimal] | 
 
 def _drop_stale_upserts(engine: TableEngine, table: SilverTable, change_set: ChangeSet) -> ChangeSet:
     """Upserts not newer than their key's tombstone in the total order (a tombstone as new wins)."""
-    if not engine.exists(table.tombstones_uri) or change_set.count() == 0:
-        return change_set
     return change_set.without_stale_upserts(engine, table.tombstones_uri, table.key)
 
 
 def _record_tombstones(engine: TableEngine, table: SilverTable, change_set: ChangeSet, loaded_at: datetime) -> None:
-    deletes = change_set.where(E.Compare(E.ACTION, "=", E.DELETE))
-    if deletes.count() == 0:
-        return
-    tombstones = deletes.as_tombstones(table.key, loaded_at)
+    """Each delete of the change set (which holds some) as its key's tombstone."""
+    tombstones = change_set.where(_action(E.DELETE)).as_tombstones(table.key, loaded_at)
     schema = pa.schema([f for f in tombstones.schema if f.name != E.ACTION])
     if not engine.exists(table.tombstones_uri):
         engine.create(table.tombstones_uri, schema, {KEY_PROPERTY: json.dumps(table.key)}, table.commit_info)
