@@ -11,12 +11,12 @@ import os
 import random
 import subprocess
 import sys
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 import yaml
-from semantics_stream import random_stream
+from semantics_stream import AT, random_stream
 from test_ddl_oracle import HOURS, TableModel, model_rows, silver_rows, source_settings, stream, write_hours
 
 from lakeloader.core import zones
@@ -101,36 +101,28 @@ def run_hours_with_delta_spark(
 
 
 @NO_JARS
-def test_delta_on_spark_applies_a_change_set_larger_than_the_driver_may_receive(tmp_path: Path) -> None:
-    """3,000 inserts of 2 KB each (6 MB of change set) apply under `spark.driver.maxResultSize=1m`, which fails any
-    Spark action that brings the driver 1 MB: reading the table back as Arrow (what the delta-rs path does with a
-    change set) fails so."""
-    rng = random.Random(5)
-    spec = dw.TableSpec("shop", "docs", (("id", "LONG"), ("body", "STRING")), ("id",))
-    hour = HOURS[0]
-    at = hour + timedelta(minutes=5)
-    rows = [{"id": i, "body": rng.randbytes(1_000).hex()} for i in range(3_000)]
-    write_export(
-        tmp_path / "exports", hour, [line for i, row in enumerate(rows) for line in dw.insert(spec, 10 + i, at, row)]
-    )
-    source = dataworks_source(tmp_path)
-    record = run_hours_with_delta_spark(tmp_path, source, [hour], max_result_size="1m")
-    applied = record["apply"]["shop.docs"]
-    assert (applied["actions"], applied["inserted"], applied["rows"]) == (3_000, 3_000, 3_000)
-    assert "maxResultSize" in record["collect"]
-
-
-@NO_JARS
-def test_delta_on_spark_loads_the_semantics_oracle_stream_in_shuffled_hours_to_the_model(tmp_path: Path) -> None:
+def test_delta_on_spark_loads_the_semantics_oracle_stream_to_the_model_and_never_collects_a_change_set(
+    tmp_path: Path,
+) -> None:
     """tests/spark/test_semantics.py's oracle (inserts, updates in one or two messages, key changes, deletes,
-    duplicates, hours shuffled, one replayed) with one seed, written by Delta on Spark."""
+    duplicates, hours shuffled, one replayed) with one seed, written by Delta on Spark under a driver that refuses
+    to receive 1 MB from any Spark action (`spark.driver.maxResultSize=1m`). The first hour also carries 3,000
+    inserts of 2 KB into another table (6 MB of change set); reading that table back to the driver as Arrow (what
+    the delta-rs path does with a change set) fails under the limit."""
     files, model, order = random_stream(7)
+    rng = random.Random(5)
+    docs = dw.TableSpec("shop", "docs", (("id", "LONG"), ("body", "STRING")), ("id",))
+    bodies = [{"id": i, "body": rng.randbytes(1_000).hex()} for i in range(3_000)]
+    files[order[0]] += [line for i, row in enumerate(bodies) for line in dw.insert(docs, 1_000 + i, AT, row)]
     for hour, lines in files.items():
         write_export(tmp_path / "exports", hour, lines)
     source = dataworks_source(tmp_path)
-    run_hours_with_delta_spark(tmp_path, source, [*order, order[0]])  # the first hour replayed
+    record = run_hours_with_delta_spark(tmp_path, source, [*order, order[0]], max_result_size="1m")
     uri = tmp_path / "lake" / zones.silver_table_dir("shop", "shop", "items")
     assert sorted((r["id"], r["name"], r["qty"]) for r in DeltaRsEngine().read(str(uri)).to_pylist()) == model
+    replayed = record["apply"]["shop.docs"]  # the replay of the first hour: 3,000 actions, nothing new
+    assert (replayed["actions"], replayed["inserted"], replayed["rows"]) == (3_000, 0, 3_000)
+    assert "maxResultSize" in record["collect"]
 
 
 def write_export(exports: Path, hour: datetime, lines: list[str]) -> None:
