@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import random
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from semantics_stream import AT, H5, H6, H7, ITEMS, item, random_stream
 
 from lakeloader.apply.silver import SilverTable, apply_change_set
 from lakeloader.cli.local_runner import run_hours
@@ -19,15 +19,6 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
 from tools.cdcgen import dataworks as dw
-
-H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
-H6, H7 = H5 + timedelta(hours=1), H5 + timedelta(hours=2)
-AT = datetime(2026, 11, 21, 5, 30, tzinfo=UTC)
-ITEMS = dw.TableSpec("shop", "items", (("id", "LONG"), ("name", "STRING"), ("qty", "LONG")), ("id",))
-
-
-def item(id_: int, name: str, qty: int = 1) -> dict:
-    return {"id": id_, "name": name, "qty": qty}
 
 
 def write(exports: Path, name: str, lines: list[str], hour: datetime) -> None:
@@ -225,32 +216,10 @@ def test_random_streams_in_shuffled_hours_equal_the_model(spark, tmp_path_factor
     """The oracle: random inserts/updates (both modes, key changes)/deletes over few keys, applied to a
     model in true order, written shuffled across three hours' files with duplicates, loaded in a random
     hour order and then replayed; silver equals the model. Hypothesis varies the seed."""
-    rng = random.Random(seed)
     tmp_path = tmp_path_factory.mktemp("oracle")
-    model: dict[int, dict] = {}
-    messages: list[str] = []
-    for seq in range(100, 160):
-        key = rng.randrange(8)
-        if key not in model:
-            row = item(key, f"n{seq}", seq)
-            model[key] = row
-            messages += dw.insert(ITEMS, seq, AT, row)
-        elif rng.random() < 0.3:
-            messages += dw.delete(ITEMS, seq, AT, model.pop(key))
-        else:
-            new_key = key
-            if rng.random() < 0.2 and (candidate := rng.randrange(8, 12)) not in model:
-                new_key = candidate  # the update moves the row to a new key
-            new = item(new_key, f"n{seq}", seq)
-            messages += dw.update(ITEMS, seq, AT, model.pop(key), new, one_message=rng.random() < 0.5)
-            model[new_key] = new
-    messages += rng.sample(messages, 10)  # delivered twice
-    rng.shuffle(messages)
-    hours = [H5, H6, H7]
-    files = {hour: messages[i::3] for i, hour in enumerate(hours)}
-    order = rng.sample(hours, 3)
+    files, model, order = random_stream(seed)
     (result,) = load_in_orders(spark, tmp_path, files, [[*order, *order]])
-    assert result == sorted((r["id"], r["name"], r["qty"]) for r in model.values())
+    assert result == model
 
 
 def test_tables_and_tombstones_written_before_positions_gain_the_column_and_count_as_oldest(tmp_path):

@@ -13,9 +13,9 @@ from deltalake import DeltaTable, QueryBuilder, write_deltalake
 from format_support import report, run, silver_rows, silver_schema, source_for, write_export
 
 from lakeloader.apply import schema_changes as D
+from lakeloader.apply.change_set import exact_cast as _exact_cast
 from lakeloader.apply.ddl import statements as S
 from lakeloader.apply.ddl.widening import is_widening, widest
-from lakeloader.apply.silver import _exact_cast
 from lakeloader.core import zones
 from lakeloader.core.config import WebhookAlert
 from lakeloader.core.storage import open_store

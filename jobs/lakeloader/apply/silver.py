@@ -28,9 +28,10 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from lakeloader.apply import change_set as C
 from lakeloader.apply import multiset
+from lakeloader.apply.change_set import ArrowChangeSet, ChangeSet
 from lakeloader.apply.ddl.types import arrow_type, spark_type_of_arrow
 from lakeloader.apply.ddl.widening import widest
 from lakeloader.engine import base as E
@@ -101,7 +102,7 @@ def recorded_key(engine: TableEngine, uri: str) -> list[str] | None:
 def apply_change_set(
     engine: TableEngine,
     table: SilverTable,
-    change_set: pa.Table,
+    change_set: ChangeSet | pa.Table,
     loaded_at: datetime,
     retention: timedelta,
     add_columns: bool = True,
@@ -110,7 +111,10 @@ def apply_change_set(
     batch's deletes as tombstones and forget tombstones past their retention.
 
     New columns in the change set are added to the table when `add_columns`, else left out; columns are
-    widened or values rejected as `_fit_types` says (both reported in the result)."""
+    widened or values rejected as `_fit_types` says (both reported in the result). The change set is executed
+    where the engine merges it (`lakeloader.apply.change_set`: Arrow in the driver, or a Spark frame)."""
+    if isinstance(change_set, pa.Table):
+        change_set = ArrowChangeSet(change_set)
     change_set = _ensure_table(engine, table, change_set, add_columns)
     change_set, changes, rejections = _fit_types(engine, table, change_set)
     result = _apply(engine, table, change_set, loaded_at, retention)
@@ -118,23 +122,30 @@ def apply_change_set(
 
 
 def _apply(
-    engine: TableEngine, table: SilverTable, change_set: pa.Table, loaded_at: datetime, retention: timedelta
+    engine: TableEngine, table: SilverTable, change_set: ChangeSet, loaded_at: datetime, retention: timedelta
 ) -> ApplyResult:
     if table.key == multiset.KEY:
         return _apply_counts(engine, table, change_set)
     mark = truncation_mark(engine, table.uri)
-    before = change_set.num_rows
+    older = {"older": E.before((E.SEQ, E.SEQ2), mark)} if mark is not None else {}
+    counted = change_set.counts(older)  # one pass (a Spark job) for both counts
+    older_than_truncation = counted.get("older", 0)
+    remaining = counted["all"] - older_than_truncation
     if mark is not None:
-        change_set = change_set.filter(_not_older_than(change_set, mark))
-    older_than_truncation = before - change_set.num_rows
-    before = change_set.num_rows
-    change_set = _drop_stale_upserts(engine, table, change_set)
-    stale = before - change_set.num_rows
-    upserts = pc.sum(pc.equal(change_set[E.ACTION], E.UPSERT).cast(pa.int64())).as_py() or 0
-    result = engine.merge(table.uri, change_set, table.key, E.ORDERING_COLUMNS, table.commit_info)
-    stale += upserts - result.inserted - result.updated
-    without_effect = change_set.num_rows - upserts - result.deleted
-    _record_tombstones(engine, table, change_set, loaded_at)
+        change_set = change_set.where(E.Not(older["older"]))
+    if remaining and engine.exists(table.tombstones_uri):
+        change_set = _drop_stale_upserts(engine, table, change_set)
+    change_set = change_set.materialized()
+    try:
+        kept = change_set.counts({"upserts": _action(E.UPSERT), "deletes": _action(E.DELETE)})
+        stale = remaining - kept["all"]
+        result = C.merge(engine, table.uri, change_set, table.key, E.ORDERING_COLUMNS, table.commit_info)
+        stale += kept["upserts"] - result.inserted - result.updated
+        without_effect = kept["all"] - kept["upserts"] - result.deleted
+        if kept["deletes"]:
+            _record_tombstones(engine, table, change_set, loaded_at)
+    finally:
+        change_set.release()
     if engine.exists(table.tombstones_uri):
         expired = E.Compare(E.DELETED_AT, "<", loaded_at - retention)
         engine.delete_where(table.tombstones_uri, expired, table.commit_info)
@@ -143,27 +154,20 @@ def _apply(
     )
 
 
-def _apply_counts(engine: TableEngine, table: SilverTable, change_set: pa.Table) -> ApplyResult:
+def _action(action: str) -> E.Predicate:
+    return E.Compare(E.ACTION, "=", action)
+
+
+def _apply_counts(engine: TableEngine, table: SilverTable, change_set: ChangeSet) -> ApplyResult:
     """A multiset's change set (`lakeloader.apply.multiset`): copies 1..n of each content it touches, and a delete
     of copy 0 for a content whose count is 0. The copies the table holds above n are deleted as well. The
     merge is unconditional and leaves no tombstones: the counts come from the whole log."""
-    change_set = change_set.drop_columns([c for c in (E.PARTIAL, E.PRESENT) if c in change_set.column_names])
-    row, occurrence = multiset.ROW_ID, multiset.OCCURRENCE
-    upserts = change_set.filter(pc.equal(change_set[E.ACTION], E.UPSERT))
-    wanted = upserts.group_by(row).aggregate([(occurrence, "max")])
-    held = engine.read(table.uri).select([row, occurrence])
-    held = held.filter(pc.is_in(held[row], value_set=pc.unique(change_set[row])))
-    held = held.join(wanted, keys=row, join_type="left outer")
-    surplus = held.filter(pc.greater(held[occurrence], pc.coalesce(held[f"{occurrence}_max"], 0)))
-    # one row of the change set per content, as the template of its surplus copies' deletes
-    positions = pa.table({row: change_set[row], "_position": pa.array(range(change_set.num_rows), pa.int64())})
-    firsts = positions.group_by(row).aggregate([("_position", "min")])["_position_min"]
-    template = change_set.take(firsts).drop_columns([occurrence, E.ACTION])
-    deletes = surplus.select([row, occurrence]).join(template, keys=row, join_type="inner")
-    deletes = deletes.append_column(E.ACTION, pa.array([E.DELETE] * deletes.num_rows, pa.string()))
-    kept = change_set.filter(pc.greater(change_set[occurrence], 0))
-    change_set = pa.concat_tables([kept, deletes.select(kept.column_names).cast(kept.schema)])
-    result = engine.merge(table.uri, change_set, table.key, (), table.commit_info)
+    change_set = change_set.drop([E.PARTIAL, E.PRESENT])
+    change_set = change_set.with_surplus_deletes(engine, table.uri).materialized()
+    try:
+        result = C.merge(engine, table.uri, change_set, table.key, (), table.commit_info)
+    finally:
+        change_set.release()
     return ApplyResult(result.inserted, result.updated, result.deleted, 0, 0, 0, result.version)
 
 
@@ -177,7 +181,7 @@ def truncate(engine: TableEngine, table: SilverTable, mark: tuple[Decimal, Decim
     return deleted
 
 
-def _ensure_table(engine: TableEngine, table: SilverTable, change_set: pa.Table, add_columns: bool) -> pa.Table:
+def _ensure_table(engine: TableEngine, table: SilverTable, change_set: ChangeSet, add_columns: bool) -> ChangeSet:
     """Create the table on first sight with the change set's columns; add (or leave out) columns it lacks."""
     data_schema = pa.schema([f for f in change_set.schema if f.name not in (*E.STAGING_COLUMNS, E.RANK)])
     if not engine.exists(table.uri):
@@ -193,7 +197,7 @@ def _ensure_table(engine: TableEngine, table: SilverTable, change_set: pa.Table,
     if missing and add_columns:
         engine.add_columns(table.uri, missing, table.commit_info)
     elif missing:
-        change_set = change_set.drop_columns([f.name for f in missing])
+        change_set = change_set.drop([f.name for f in missing])
     return change_set
 
 
@@ -207,8 +211,8 @@ def widen_columns(engine: TableEngine, table: SilverTable, types: dict[str, str]
 
 
 def _fit_types(
-    engine: TableEngine, table: SilverTable, change_set: pa.Table
-) -> tuple[pa.Table, tuple[SchemaChange, ...], tuple[Rejection, ...]]:
+    engine: TableEngine, table: SilverTable, change_set: ChangeSet
+) -> tuple[ChangeSet, tuple[SchemaChange, ...], tuple[Rejection, ...]]:
     """The change set with every column of the table's type: a silver column that cannot hold the batch's type
     is widened to the narrowest type holding both (`widest`); otherwise the batch's values are cast to the
     silver type, and a change whose value (a key value, or any value of an upsert) does not survive the cast
@@ -216,8 +220,9 @@ def _fit_types(
     `Rejection`. A delete keeps its key and loses only values it does not need."""
     existing = engine.schema(table.uri)
     old_types = {f.name: spark_type_of_arrow(f.type) for f in existing}
+    schema = change_set.schema
     wider: dict[str, str] = {}
-    for column in change_set.schema:
+    for column in schema:
         if column.name in old_types and column.name not in (*E.STAGING_COLUMNS, E.RANK):
             old, new = old_types[column.name], spark_type_of_arrow(column.type)
             target = widest(old, new) if old != new else old
@@ -227,92 +232,26 @@ def _fit_types(
     if wider:
         widen_columns(engine, table, wider)
         existing = engine.schema(table.uri)
-    batch_types = {f.name: spark_type_of_arrow(f.type) for f in change_set.schema}
-    original = change_set
-    text_unfit = _unfit_text(change_set)  # column -> rows whose text did not fit the batch's type
-    change_set = change_set.drop_columns([c for c in (E.UNFIT,) if c in change_set.column_names])
-    cast_unfit: dict[str, pa.Array] = {}  # column -> rows whose value the silver type cannot hold
-    for target in existing:
-        if target.name not in change_set.column_names or change_set.schema.field(target.name).type == target.type:
-            continue
-        cast, fits = _exact_cast(change_set[target.name].combine_chunks(), target.type)
-        change_set = change_set.set_column(change_set.schema.get_field_index(target.name), target.name, cast)
-        cast_unfit[target.name] = pc.invert(fits)
-    is_upsert = pc.fill_null(pc.equal(change_set[E.ACTION], E.UPSERT), False)
-    rejected = pa.array([False] * change_set.num_rows, pa.bool_())
-    for masks in (text_unfit, cast_unfit):
-        for name, mask in masks.items():
-            masks[name] = pc.and_(mask, is_upsert) if name not in table.key else mask
-            rejected = pc.or_(rejected, masks[name])
-    if not pc.any(rejected).as_py():
-        return change_set, changes, ()
+    batch_types = {f.name: spark_type_of_arrow(f.type) for f in schema}
+    casts = {t.name: t.type for t in existing if t.name in schema.names and schema.field(t.name).type != t.type}
+    fitted = change_set.fitted(casts, table.key)
+    if not fitted.rejected.num_rows:
+        return fitted.kept, changes, ()
     silver_types = {f.name: spark_type_of_arrow(f.type) for f in existing}
     reasons = {
-        name: f"column {name}: its text is not a {batch_types.get(name)} value as declared" for name in text_unfit
+        name: f"column {name}: its text is not a {batch_types.get(name)} value as declared" for name in fitted.text
     }
     reasons |= {
         name: f"column {name}: a {batch_types[name]} value that the silver column's {silver_types[name]} cannot "
         "hold, and no type holds both exactly"
-        for name in cast_unfit
+        for name in fitted.cast
     }
-    flagged = {
-        name: mask.filter(rejected).to_pylist() for masks in (text_unfit, cast_unfit) for name, mask in masks.items()
-    }
-    rejections = _rejections(original.filter(rejected), flagged, reasons)
-    return change_set.filter(pc.invert(rejected)), changes, rejections
+    flagged = fitted.text | fitted.cast
+    return fitted.kept, changes, _rejections(fitted.rejected, flagged, reasons)
 
 
-def _unfit_text(change_set: pa.Table) -> dict[str, pa.Array]:
-    """Per column named in `E.UNFIT` (canonical text that the batch's type could not hold): which rows."""
-    if E.UNFIT not in change_set.column_names:
-        return {}
-    lists = change_set[E.UNFIT].combine_chunks()
-    names, rows = pc.list_flatten(lists), pc.list_parent_indices(lists)
-    positions = pa.array(range(change_set.num_rows), pa.int64())
-    return {
-        name: pc.is_in(positions, value_set=rows.filter(pc.equal(names, name)).cast(pa.int64()))
-        for name in pc.unique(names).to_pylist()
-    }
-
-
-def _exact_cast(values: pa.Array, target: pa.DataType) -> tuple[pa.Array, pa.Array]:
-    """`values` cast to `target`, and which of them survive exactly (NULL does); one that does not is NULL in
-    the cast. Arrow's safe cast refuses every loss but a float's rounding and a number's truth value (2 ->
-    true), checked by casting back; the value-by-value fallback only runs for an array holding a value that
-    does not fit."""
-    try:
-        cast = pc.cast(values, target, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        cast = pa.array([_cast_one(v, target) for v in values], target)
-    fits = pc.or_(pc.is_null(values), pc.is_valid(cast))
-    textual = pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
-    if (pa.types.is_floating(target) or pa.types.is_boolean(target)) and not textual:
-        back = pc.cast(cast, values.type, safe=False)
-        fits = pc.and_(fits, pc.fill_null(pc.equal(back, values), True))
-    return pc.if_else(fits, cast, pa.scalar(None, target)), fits
-
-
-def _cast_one(value: pa.Scalar, target: pa.DataType) -> object:
-    try:
-        return value.cast(target, safe=True).as_py()
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return None
-
-
-def _first_change(change_set: pa.Table, column: str) -> dict:
-    """The change set's first row (by ordering key) holding a value in `column` (else its first row)."""
-    holding = change_set.filter(pc.is_valid(change_set[column]))
-    rows = holding if holding.num_rows else change_set
-    return (
-        rows.select([E.SEQ, E.SEQ2, E.SOURCE_FILE, E.SOURCE_LINE])
-        .sort_by([(E.SEQ, "ascending"), (E.SEQ2, "ascending")])
-        .slice(0, 1)
-        .to_pylist()[0]
-    )
-
-
-def _schema_change(change_set: pa.Table, column: str, old: str, new: str) -> SchemaChange:
-    first = _first_change(change_set, column)
+def _schema_change(change_set: ChangeSet, column: str, old: str, new: str) -> SchemaChange:
+    first = change_set.first_holding(column)
     return SchemaChange(column, old, new, first[E.SEQ], first[E.SEQ2], first[E.SOURCE_FILE], first[E.SOURCE_LINE])
 
 
@@ -390,57 +329,17 @@ def truncation_mark(engine: TableEngine, uri: str) -> tuple[Decimal, Decimal] | 
     return Decimal(seq), Decimal(seq2)
 
 
-def _not_older_than(change_set: pa.Table, mark: tuple[Decimal, Decimal]) -> pa.ChunkedArray:
-    seq_type = change_set.schema.field(E.SEQ).type
-    seq, seq2 = (pa.scalar(v, seq_type) for v in mark)
-    return pc.or_(
-        pc.greater(change_set[E.SEQ], seq),
-        pc.and_(pc.equal(change_set[E.SEQ], seq), pc.greater_equal(change_set[E.SEQ2], seq2)),
-    )
-
-
-def _drop_stale_upserts(engine: TableEngine, table: SilverTable, change_set: pa.Table) -> pa.Table:
+def _drop_stale_upserts(engine: TableEngine, table: SilverTable, change_set: ChangeSet) -> ChangeSet:
     """Upserts not newer than their key's tombstone in the total order (a tombstone as new wins)."""
-    if not engine.exists(table.tombstones_uri) or change_set.num_rows == 0:
-        return change_set
-    held = engine.read(table.tombstones_uri)
-    if E.POSITION not in held.column_names:  # written before positions: NULL, the oldest
-        held = held.append_column(E.POSITION, pa.nulls(held.num_rows, pa.string()))
-    tombstones = held.select([*table.key, *TOMBSTONE_ORDER])
-    tombstones = tombstones.rename_columns([*table.key, "_t_seq", "_t_seq2", "_t_position"])
-    positions = pa.array(range(change_set.num_rows), pa.int64())
-    # joins take only flat columns: join the keys and ordering key with the row's position, filter by position
-    slim = change_set.select([*table.key, E.SEQ, E.SEQ2, E.POSITION, E.ACTION]).append_column("_position", positions)
-    joined = slim.join(tombstones, keys=table.key, join_type="inner")
-    seq, seq2 = joined[E.SEQ], joined[E.SEQ2]
-    position, t_position = (pc.fill_null(joined[c], "") for c in (E.POSITION, "_t_position"))
-    tomb_newer_or_equal = pc.or_(
-        pc.greater(joined["_t_seq"], seq),
-        pc.and_(
-            pc.equal(joined["_t_seq"], seq),
-            pc.or_(
-                pc.greater(joined["_t_seq2"], seq2),
-                pc.and_(pc.equal(joined["_t_seq2"], seq2), pc.greater_equal(t_position, position)),
-            ),
-        ),
-    )
-    stale = joined.filter(pc.and_(pc.equal(joined[E.ACTION], E.UPSERT), tomb_newer_or_equal))["_position"]
-    return change_set.filter(pc.invert(pc.is_in(positions, value_set=stale.combine_chunks())))
+    return change_set.without_stale_upserts(engine, table.tombstones_uri, table.key)
 
 
-def _record_tombstones(engine: TableEngine, table: SilverTable, change_set: pa.Table, loaded_at: datetime) -> None:
-    deletes = change_set.filter(pc.equal(change_set[E.ACTION], E.DELETE))
-    if deletes.num_rows == 0:
-        return
-    tombstones = deletes.select([*table.key, E.SEQ, E.SEQ2, E.RANK, E.POSITION, E.ACTION]).append_column(
-        E.DELETED_AT, pa.array([loaded_at] * deletes.num_rows, pa.timestamp("us", tz="UTC"))
-    )
-    tombstones = tombstones.set_column(
-        tombstones.schema.get_field_index(E.ACTION), E.ACTION, pa.array([E.UPSERT] * deletes.num_rows)
-    )
+def _record_tombstones(engine: TableEngine, table: SilverTable, change_set: ChangeSet, loaded_at: datetime) -> None:
+    """Each delete of the change set (which holds some) as its key's tombstone."""
+    tombstones = change_set.where(_action(E.DELETE)).as_tombstones(table.key, loaded_at)
     schema = pa.schema([f for f in tombstones.schema if f.name != E.ACTION])
     if not engine.exists(table.tombstones_uri):
         engine.create(table.tombstones_uri, schema, {KEY_PROPERTY: json.dumps(table.key)}, table.commit_info)
     elif E.POSITION not in engine.schema(table.tombstones_uri).names:
         engine.add_columns(table.tombstones_uri, [schema.field(E.POSITION)], table.commit_info)
-    engine.merge(table.tombstones_uri, tombstones, table.key, TOMBSTONE_ORDER, table.commit_info)
+    C.merge(engine, table.tombstones_uri, tombstones, table.key, TOMBSTONE_ORDER, table.commit_info)

@@ -14,8 +14,9 @@ column the engine refuses), is held back: its changes stay in bronze, the hour's
 report lists it under `held_back` (the verify task alerts) and `state/<source>/held_back.json` remembers its
 hours, so the next run of any hour (or a replay) retries it with those hours' changes as one batch.
 
-Collected to the driver: table shapes (column names and types), the batch's DDL messages and, one table
-segment at a time, its deduplicated change set as Arrow (what delta-rs merges).
+Collected to the driver: table shapes (column names and types), the batch's DDL messages and, with the embedded
+engine (delta-rs), one table segment at a time, its deduplicated change set as Arrow (what delta-rs merges). With
+Delta on Spark the change set stays a Spark frame (`lakeloader.apply.change_set` says what reaches the driver).
 See docs/semantics.md and docs/ddl.md for the rules.
 """
 
@@ -30,14 +31,13 @@ from decimal import Decimal
 from functools import partial
 from typing import Any, TypedDict
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakeloader.apply import multiset
 from lakeloader.apply import schema_changes as D
+from lakeloader.apply.change_set import ChangeSet, staged
 from lakeloader.apply.ddl import statements as S
 from lakeloader.apply.ddl.columns import (
     ColumnChange,
@@ -438,7 +438,7 @@ class _Batch:
             self.commit_info,
             self.file_size,
         )
-        change_set = typed_change_set(actions, shape, self.loaded_at).toArrow()
+        change_set = staged(self.engine, typed_change_set(actions, shape, self.loaded_at))
         change_set = self._as_of_schema(table.uri, shape, actions, change_set)
         add_columns = self.source.auto_add_columns
         result = apply_change_set(self.engine, table, change_set, self.loaded_at, self.retention, add_columns)
@@ -449,9 +449,9 @@ class _Batch:
         counts = {k: v for k, v in asdict(result).items() if k not in ("version", "schema_changes", "rejections")}
         if result.schema_changes or result.rejections:
             counts |= {"widened_columns": len(result.schema_changes), "rejected": len(result.rejections)}
-        return {"actions": change_set.num_rows, **counts}
+        return {"actions": change_set.count(), **counts}
 
-    def _as_of_schema(self, uri: str, shape: TableShape, actions: DataFrame, change_set: pa.Table) -> pa.Table:
+    def _as_of_schema(self, uri: str, shape: TableShape, actions: DataFrame, change_set: ChangeSet) -> ChangeSet:
         """A change older than the table's last DDL is read against the schema as it was then: a column the
         table lacks is added (under `auto_add_columns`) only when a change newer than that DDL declares it,
         and older changes never give it a value; so a re-delivered message from before a DROP or RENAME
@@ -460,23 +460,13 @@ class _Batch:
         if mark is None:
             return change_set
         existing = set(self.engine.schema(uri).names)
-        missing = [name for name, _ in shape.columns if name not in existing and name in change_set.column_names]
+        missing = [name for name, _ in shape.columns if name not in existing and name in change_set.schema.names]
         if not missing:
             return change_set
-        newer = pc.or_(
-            pc.greater(change_set[E.SEQ], pa.scalar(mark[0], change_set.schema.field(E.SEQ).type)),
-            pc.and_(
-                pc.equal(change_set[E.SEQ], pa.scalar(mark[0], change_set.schema.field(E.SEQ).type)),
-                pc.greater(change_set[E.SEQ2], pa.scalar(mark[1], change_set.schema.field(E.SEQ2).type)),
-            ),
-        )
-        declared = _declared_after(actions, shape, mark) if pc.any(newer).as_py() else set()
-        change_set = change_set.drop_columns([name for name in missing if name not in declared])
-        for name in [name for name in missing if name in declared]:
-            column = change_set[name]
-            kept = pc.if_else(newer, column, pa.nulls(change_set.num_rows, column.type))
-            change_set = change_set.set_column(change_set.schema.get_field_index(name), name, kept)
-        return change_set
+        newer = E.after((E.SEQ, E.SEQ2), mark)
+        declared = _declared_after(actions, shape, mark) if change_set.count_where(newer) else set()
+        change_set = change_set.drop([name for name in missing if name not in declared])
+        return change_set.values_only_where([name for name in missing if name in declared], newer)
 
     def _write_multiset(
         self,

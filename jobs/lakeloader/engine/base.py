@@ -14,7 +14,6 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lakeloader.core.errors import LakeloaderError
 
@@ -99,6 +98,11 @@ class NotNull:
 
 
 @dataclass(frozen=True)
+class Not:
+    term: Predicate
+
+
+@dataclass(frozen=True)
 class And:
     terms: tuple[Predicate, ...]
 
@@ -108,7 +112,7 @@ class Or:
     terms: tuple[Predicate, ...]
 
 
-Predicate = Compare | NotNull | And | Or
+Predicate = Compare | NotNull | Not | And | Or
 
 
 def before(columns: Sequence[str], values: Sequence[Value]) -> Predicate:
@@ -117,6 +121,16 @@ def before(columns: Sequence[str], values: Sequence[Value]) -> Predicate:
     for i, column in enumerate(columns):
         equal = [Compare(c, "=", v) for c, v in zip(columns[:i], values[:i], strict=True)]
         last = Compare(column, "<", values[i])
+        terms.append(And((*equal, last)) if equal else last)
+    return Or(tuple(terms)) if len(terms) > 1 else terms[0]
+
+
+def after(columns: Sequence[str], values: Sequence[Value]) -> Predicate:
+    """Rows whose `columns` come after `values` lexicographically (e.g. (seq, seq2) newer than a mark)."""
+    terms: list[Predicate] = []
+    for i, column in enumerate(columns):
+        equal = [Compare(c, "=", v) for c, v in zip(columns[:i], values[:i], strict=True)]
+        last = Compare(column, ">", values[i])
         terms.append(And((*equal, last)) if equal else last)
     return Or(tuple(terms)) if len(terms) > 1 else terms[0]
 
@@ -130,6 +144,8 @@ def render_predicate(predicate: Predicate, column: Callable[[str], str], value: 
             return f"{column(term.column)} {term.op} {value(term.value)}"
         if isinstance(term, NotNull):
             return f"{column(term.column)} IS NOT NULL"
+        if isinstance(term, Not):
+            return f"NOT ({render(term.term, False)})"
         if isinstance(term, And | Or):
             text = (" AND " if isinstance(term, And) else " OR ").join(render(t, True) for t in term.terms)
             return f"({text})" if nested and len(term.terms) > 1 else text
@@ -169,15 +185,24 @@ class MergePlan:
     inserts: dict[str, str]
     is_upsert: str
     is_delete: str
-    source: pa.Table  # the change set without staging columns (but the action, and the partial markers if any)
+    # the change set's columns the merge reads: all but the staging ones (but the action, and the partial markers
+    # when the change set has partial rows)
+    source_columns: list[str]
 
 
-def merge_plan(changes: pa.Table, target_columns: list[str], key_columns: list[str], dialect: Dialect) -> MergePlan:
+def merge_plan(
+    change_columns: Sequence[str],
+    has_partial: bool,
+    target_columns: Sequence[str],
+    key_columns: Sequence[str],
+    dialect: Dialect,
+) -> MergePlan:
     """A change set's merge into a table with `target_columns`: matched on the key, every shared column set or
-    inserted; a partial row keeps the target's value for a column its image does not carry."""
+    inserted; when `has_partial` (the change set may hold partial rows), a partial row keeps the target's value
+    for a column its image does not carry. The engine decides `has_partial` where its change set is (delta-rs:
+    whether a row is partial; Delta on Spark: whether the column exists, no job to find out)."""
     quote, literal = dialect.quote, dialect.literal
-    columns = [name for name in target_columns if name in changes.column_names]
-    has_partial = PARTIAL in changes.column_names and bool(pc.any(changes[PARTIAL]).as_py())
+    columns = [name for name in target_columns if name in change_columns]
     fixed = {*key_columns, *METADATA_COLUMNS}
 
     def assignment(column: str) -> str:
@@ -186,16 +211,16 @@ def merge_plan(changes: pa.Table, target_columns: list[str], key_columns: list[s
         absent = f"s.{quote(PARTIAL)} AND NOT {dialect.array_contains}(s.{quote(PRESENT)}, {literal(column)})"
         return f"CASE WHEN {absent} THEN t.{quote(column)} ELSE s.{quote(column)} END"
 
-    source = changes.drop_columns([c for c in STAGING_COLUMNS if c in changes.column_names and c != ACTION])
+    source = [c for c in change_columns if c not in STAGING_COLUMNS or c == ACTION]
     if has_partial:
-        source = source.append_column(PARTIAL, changes[PARTIAL]).append_column(PRESENT, changes[PRESENT])
+        source += [PARTIAL, PRESENT]
     return MergePlan(
         on=" AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in key_columns),
         updates={quote(c): assignment(c) for c in columns},
         inserts={quote(c): f"s.{quote(c)}" for c in columns},
         is_upsert=f"s.{quote(ACTION)} = '{UPSERT}'",
         is_delete=f"s.{quote(ACTION)} = '{DELETE}'",
-        source=source,
+        source_columns=source,
     )
 
 
@@ -228,10 +253,14 @@ class TableEngine(Protocol):
         every value the column has; the table's properties and rows are kept."""
         ...
 
+    # whether the engine runs in the job's Spark session: its change sets stay Spark frames
+    # (`lakeloader.apply.change_set`), never collected to the driver
+    runs_in_spark: bool
+
     def merge(
         self,
         uri: str,
-        changes: pa.Table,
+        changes: pa.Table | DataFrame,
         key_columns: list[str],
         order_columns: tuple[str, ...],
         commit_info: dict[str, str],
@@ -239,7 +268,8 @@ class TableEngine(Protocol):
         """Per key: a newer upsert updates or inserts, a newer delete deletes, anything else is ignored.
 
         'Newer' compares `order_columns` lexicographically with the row's, a NULL in a column of
-        NULL_AS_OLDEST as the oldest value. Partial rows update only their present columns.
+        NULL_AS_OLDEST as the oldest value. Partial rows update only their present columns. `changes` is an Arrow
+        table, or a Spark frame for an engine that `runs_in_spark`.
         """
         ...
 

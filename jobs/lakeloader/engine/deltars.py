@@ -33,6 +33,7 @@ from deltalake.schema import Field
 from lakeloader.engine.base import (
     FILE_SIZE_PROPERTY,
     NULL_AS_OLDEST,
+    PARTIAL,
     STATS_COLUMNS_PROPERTY,
     Dialect,
     MergeResult,
@@ -177,6 +178,8 @@ def newer(
 
 
 class DeltaRsEngine:
+    runs_in_spark = False  # the change set is an Arrow table in this process
+
     def __init__(self, storage_options: dict[str, str] | None = None, streamed_merge: bool = False) -> None:
         """`streamed_merge` is delta-rs' `streamed_exec`. Off by default: the change set is an in-memory Arrow
         table anyway, and only a non-streamed merge derives a key-range filter from it, so the merge skips
@@ -280,14 +283,17 @@ class DeltaRsEngine:
     def merge(
         self,
         uri: str,
-        changes: pa.Table,
+        changes: pa.Table | DataFrame,
         key_columns: list[str],
         order_columns: tuple[str, ...],
         commit_info: dict[str, str],
     ) -> MergeResult:
+        if not isinstance(changes, pa.Table):
+            raise TypeError("delta-rs merges an Arrow change set (a Spark frame is the delta_spark engine's)")
         table = self._trust_statistics(uri, commit_info, changes)
         target_columns = table.schema().to_arrow().names
-        plan = merge_plan(changes, target_columns, key_columns, DIALECT)
+        has_partial = PARTIAL in changes.column_names and bool(pc.any(changes[PARTIAL]).as_py())
+        plan = merge_plan(changes.column_names, has_partial, target_columns, key_columns, DIALECT)
         absent = frozenset(
             [f"t.{c}" for c in order_columns if c not in target_columns]
             + [f"s.{c}" for c in order_columns if c not in changes.column_names]
@@ -295,7 +301,7 @@ class DeltaRsEngine:
         is_newer = newer(order_columns, absent=absent)
         metrics = (
             table.merge(
-                plan.source,
+                changes.select(plan.source_columns),
                 predicate=plan.on,
                 source_alias="s",
                 target_alias="t",

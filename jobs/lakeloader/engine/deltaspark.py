@@ -28,6 +28,7 @@ from lakeloader.core.storage import spark_path
 from lakeloader.engine.base import (
     FILE_SIZE_PROPERTY,
     NULL_AS_OLDEST,
+    PARTIAL,
     Dialect,
     MergeResult,
     Predicate,
@@ -94,6 +95,8 @@ def newer(order_columns: tuple[str, ...], source_columns: set[str], target_colum
 
 class DeltaSparkEngine:
     """`TableEngine` on a Spark session that has Delta's jars and SQL extension (`lakeloader.spark.jars_conf`)."""
+
+    runs_in_spark = True  # change sets stay Spark frames (`lakeloader.apply.change_set`)
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
@@ -191,19 +194,24 @@ class DeltaSparkEngine:
     def merge(
         self,
         uri: str,
-        changes: pa.Table,
+        changes: pa.Table | DataFrame,
         key_columns: list[str],
         order_columns: tuple[str, ...],
         commit_info: dict[str, str],
     ) -> MergeResult:
+        """A Spark frame merges as it is (its rows never reach the driver); an Arrow table (audit tables, the
+        contract's small change sets) becomes a frame first."""
+        source = changes if isinstance(changes, DataFrame) else self.spark.createDataFrame(changes)
         target_columns = self._frame(uri).columns
-        plan = merge_plan(changes, target_columns, key_columns, DIALECT)
-        is_newer = newer(order_columns, set(changes.column_names), set(target_columns))
+        # a frame's partial markers are not looked at (a job): the CASE keeps a non-partial row's values anyway
+        plan = merge_plan(source.columns, PARTIAL in source.columns, target_columns, key_columns, DIALECT)
+        is_newer = newer(order_columns, set(source.columns), set(target_columns))
+        staged = source.select(*[F.col(quote(c)) for c in plan.source_columns])
         with self._committing(commit_info):
             (
                 self._table(uri)
                 .alias("t")
-                .merge(self.spark.createDataFrame(plan.source).alias("s"), plan.on)
+                .merge(staged.alias("s"), plan.on)
                 .whenMatchedDelete(condition=f"{plan.is_delete} AND {is_newer}")
                 .whenMatchedUpdate(condition=f"{plan.is_upsert} AND {is_newer}", set=dict(plan.updates))
                 .whenNotMatchedInsert(condition=plan.is_upsert, values=dict(plan.inserts))
