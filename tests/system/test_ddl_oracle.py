@@ -293,17 +293,7 @@ def test_each_ddl_carrying_format_parses_a_random_stream_to_its_changes_in_true_
     messages, ordered by (seq, seq2) with no two changes tied, are the stream's changes in true order: each
     DDL with its table and statement text, each data change with its table, operation and images (values as
     text, numbers as integers)."""
-    rng = random.Random(f"ddl-contract-{fmt}")
-    hours, _ = stream(rng)
-    framing = write_hours(rng, fmt, tmp_path, hours)
-    source = SourceConfig(
-        name="shop",
-        format=fmt,
-        export_uri=str(tmp_path / "exports"),
-        lake_root=str(tmp_path / "lake"),
-        **framing,
-        **source_settings(fmt, hours),
-    )
+    hours, _, source = written_stream(random.Random(f"ddl-contract-{fmt}"), fmt, tmp_path)
     rows = parsed_rows(spark, source, sorted((tmp_path / "exports").rglob("*.json")))
 
     reasons = {row["reject_reason"] for row in rows if row["outcome"] not in ("data", "ddl")}
@@ -386,8 +376,10 @@ def _number_or_text(value: object) -> str:
         return text
 
 
-def loads_to_the_models(spark, root: Path, fmt: str, seed: int) -> None:
-    rng = random.Random(seed)
+def written_stream(
+    rng: random.Random, fmt: str, root: Path
+) -> tuple[list[list[wire.Change]], list[TableModel], SourceConfig]:
+    """A random stream's hours written as `fmt` exports under `root`, its models, and the source loading them."""
     hours, models = stream(rng)
     framing = write_hours(rng, fmt, root, hours)
     source = SourceConfig(
@@ -398,6 +390,11 @@ def loads_to_the_models(spark, root: Path, fmt: str, seed: int) -> None:
         **framing,
         **source_settings(fmt, hours),
     )
+    return hours, models, source
+
+
+def loads_to_the_models(spark, root: Path, fmt: str, seed: int) -> None:
+    _, models, source = written_stream(random.Random(seed), fmt, root)
     run_hours(spark, source, HOURS, emit=lambda _: None)
     for model in models:
         assert silver_rows(source, model) == model_rows(model), f"{fmt}, seed {seed}, {model.table}"

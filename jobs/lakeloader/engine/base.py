@@ -117,20 +117,19 @@ Predicate = Compare | NotNull | Not | And | Or
 
 def before(columns: Sequence[str], values: Sequence[Value]) -> Predicate:
     """Rows whose `columns` come before `values` lexicographically (e.g. (seq, seq2) older than a mark)."""
-    terms: list[Predicate] = []
-    for i, column in enumerate(columns):
-        equal = [Compare(c, "=", v) for c, v in zip(columns[:i], values[:i], strict=True)]
-        last = Compare(column, "<", values[i])
-        terms.append(And((*equal, last)) if equal else last)
-    return Or(tuple(terms)) if len(terms) > 1 else terms[0]
+    return _lexicographic(columns, values, "<")
 
 
 def after(columns: Sequence[str], values: Sequence[Value]) -> Predicate:
     """Rows whose `columns` come after `values` lexicographically (e.g. (seq, seq2) newer than a mark)."""
+    return _lexicographic(columns, values, ">")
+
+
+def _lexicographic(columns: Sequence[str], values: Sequence[Value], op: Comparison) -> Predicate:
     terms: list[Predicate] = []
     for i, column in enumerate(columns):
         equal = [Compare(c, "=", v) for c, v in zip(columns[:i], values[:i], strict=True)]
-        last = Compare(column, ">", values[i])
+        last = Compare(column, op, values[i])
         terms.append(And((*equal, last)) if equal else last)
     return Or(tuple(terms)) if len(terms) > 1 else terms[0]
 
