@@ -80,7 +80,7 @@ def test_a_truncate_empties_a_multiset_and_older_copies_arriving_late_do_not_cou
 @given(seed=st.integers(min_value=0, max_value=2**32 - 1))
 def test_random_streams_over_few_contents_equal_the_multiset_model(spark, tmp_path_factory, seed):
     """Inserts of few distinct contents (so copies pile up), deletes and updates of existing copies (both
-    update modes), re-deliveries, shuffled over three hours, loaded in a random order and rerun."""
+    update modes), re-deliveries, shuffled over three hours, loaded in a random order and the first hour again."""
     rng = random.Random(seed)
     model: Counter = Counter()
     messages: list[str] = []
@@ -106,6 +106,6 @@ def test_random_streams_over_few_contents_equal_the_multiset_model(spark, tmp_pa
     files = {hour: messages[i::3] for i, hour in enumerate(HOURS)}
     order = rng.sample(HOURS, 3)
 
-    loaded = load(spark, tmp_path_factory.mktemp("multiset"), files, [*order, *order])
+    loaded = load(spark, tmp_path_factory.mktemp("multiset"), files, [*order, order[0]])
 
     assert loaded == +model

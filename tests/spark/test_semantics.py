@@ -215,10 +215,10 @@ def test_tombstones_expire_after_the_retention(tmp_path):
 def test_random_streams_in_shuffled_hours_equal_the_model(spark, tmp_path_factory, seed):
     """The oracle: random inserts/updates (both modes, key changes)/deletes over few keys, applied to a
     model in true order, written shuffled across three hours' files with duplicates, loaded in a random
-    hour order and then replayed; silver equals the model. Hypothesis varies the seed."""
+    hour order and the first hour replayed after the others; silver equals the model. Hypothesis varies the seed."""
     tmp_path = tmp_path_factory.mktemp("oracle")
     files, model, order = random_stream(seed)
-    (result,) = load_in_orders(spark, tmp_path, files, [[*order, *order]])
+    (result,) = load_in_orders(spark, tmp_path, files, [[*order, order[0]]])
     assert result == model
 
 

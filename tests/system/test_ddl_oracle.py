@@ -2,10 +2,10 @@
 boundaries (add, drop, rename and widen columns, multi-clause ALTERs, truncate, temporary tables, drop or rename
 one table or both in one statement), and messages from before a DDL delivered again after it, applied to
 in-memory models in true order and written shuffled within each hour's files with duplicates, in every format
-whose messages carry DDL text (`wire.WITH_DDL_TEXT`). Loading the hours, then loading them all again, gives
-silver tables equal to the models: in full for one format per kind of message identity (DataWorks: the sequence;
-Canal in kcat envelopes: the topic offset), and for every format at the parse contract (its exports parse to
-the stream's changes in true order), below which apply knows no format."""
+whose messages carry DDL text (`wire.WITH_DDL_TEXT`). Loading the hours, then the first hour again (after the
+later hours' DDL), gives silver tables equal to the models: in full for one format per kind of message identity
+(DataWorks: the sequence; Canal in kcat envelopes: the topic offset), and for every format at the parse contract
+(its exports parse to the stream's changes in true order), below which apply knows no format."""
 
 from __future__ import annotations
 
@@ -398,6 +398,6 @@ def loads_to_the_models(spark, root: Path, fmt: str, seed: int) -> None:
     run_hours(spark, source, HOURS, emit=lambda _: None)
     for model in models:
         assert silver_rows(source, model) == model_rows(model), f"{fmt}, seed {seed}, {model.table}"
-    run_hours(spark, source, HOURS, emit=lambda _: None)  # a rerun of every hour changes nothing
+    run_hours(spark, source, HOURS[:1], emit=lambda _: None)  # the first hour's rerun, after the DDL of the later ones
     for model in models:
-        assert silver_rows(source, model) == model_rows(model), f"{fmt}, seed {seed}, {model.table} (rerun)"
+        assert silver_rows(source, model) == model_rows(model), f"{fmt}, seed {seed}, {model.table} (first hour rerun)"
