@@ -48,14 +48,15 @@ check: setup
 
 # Everything: tests/unit, tests/spark and tests/system (what CI runs, .ci/run), in TEST_WORKERS pytest-xdist
 # processes (each with its own Spark session, Airflow home and S3 server): a Spark test on small data keeps about
-# one core busy, so two workers use a 2-core machine fully. Work stealing evens out the long system tests.
+# one core busy, so two workers use a 2-core machine fully. Each free worker takes the next test, costliest first,
+# and the tests sharing an Airflow run on one worker (tests/conftest.py).
 # The jars' test is skipped (with the reason) when they cannot be fetched, rather than failing every test.
 test: setup
 	@$(MAKE) --no-print-directory jars || echo "WARNING: could not fetch the pinned jars with mvn: tests/system/test_spark_jars.py is skipped" >&2
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
-	bin/with-airflow $(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal
+	bin/with-airflow $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 # The benchmark (docs/performance.md); not part of `make test`. BENCH_ARGS adds options, e.g. BENCH_ARGS="--no-verify".
 bench: setup

@@ -45,17 +45,24 @@ TIERS = ("unit", "spark", "system")
 # what a unit test must not use: each starts a JVM or an Airflow subprocess (seconds to minutes)
 _NOT_IN_UNIT = frozenset({"spark", "parse_messages", "airflow_env"})
 _RUN_ORDER = {"system": 0, "spark": 1, "unit": 2}
+# a worker's expensive fixture -> the xdist group of the tests using it: a migrated SQLite Airflow (session-scoped,
+# half a minute), the PostgreSQL stack of tests/system/test_scheduler.py (its four Airflow services, a minute)
+_XDIST_GROUPS = {"metadata_db": "airflow-postgres", "airflow_env": "airflow-sqlite"}
 
 settings.register_profile("test", settings.default)
 settings.register_profile("check", max_examples=max(1, settings.default.max_examples // 4))
 settings.load_profile(os.environ.get("LAKELOADER_HYPOTHESIS_PROFILE", "test"))
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks added here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test with its tier (its directory under tests/); a unit test that asks for the Spark session or
-    an Airflow subprocess belongs in tests/spark or tests/system, and fails the collection saying so. The
-    slowest tier runs first, so that in `make test`'s workers the long system tests start early and short unit
-    tests fill the end instead of one worker finishing a five-minute test alone."""
+    an Airflow subprocess belongs in tests/spark or tests/system, and fails the collection saying so.
+
+    For `make test`'s workers (`--dist loadgroup`, which hands each free worker the next test in this order):
+    the costliest tests come first (marked `slow`, then the system, spark and unit tiers), so the run ends on
+    short unit tests rather than one worker finishing a five-minute test alone; and the tests sharing an
+    Airflow (`_XDIST_GROUPS`) run on one worker, which then starts that Airflow once."""
     misplaced, tiers = [], {}
     for item in items:
         parts = Path(str(item.path)).parts
@@ -64,11 +71,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         tiers[item.nodeid] = tier
         item.add_marker(getattr(pytest.mark, tier))
-        if tier == "unit" and _NOT_IN_UNIT & set(getattr(item, "fixturenames", ())):
-            misplaced.append(f"{item.nodeid} uses {sorted(_NOT_IN_UNIT & set(item.fixturenames))}")
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if tier == "unit" and _NOT_IN_UNIT & fixtures:
+            misplaced.append(f"{item.nodeid} uses {sorted(_NOT_IN_UNIT & fixtures)}")
+        group = next((group for fixture, group in _XDIST_GROUPS.items() if fixture in fixtures), None)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
     if misplaced:
         raise pytest.UsageError("tests/unit must not use the Spark session or Airflow:\n" + "\n".join(misplaced))
-    items.sort(key=lambda item: _RUN_ORDER.get(tiers.get(item.nodeid, ""), len(_RUN_ORDER)))
+
+    def cost(item: pytest.Item) -> tuple[bool, int]:
+        return item.get_closest_marker("slow") is None, _RUN_ORDER.get(tiers.get(item.nodeid, ""), len(_RUN_ORDER))
+
+    items.sort(key=cost)
 
 
 # ---------------------------------------------------------------------------------------------------------------

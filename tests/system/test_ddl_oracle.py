@@ -25,7 +25,8 @@ from lakeloader.cli.local_runner import run_hours
 from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig
 from lakeloader.core.format_registry import FORMATS
-from lakeloader.engine.deltars import DeltaRsEngine
+from lakeloader.core.storage import open_store
+from lakeloader.engine import reader_for
 from lakeloader.land.step import RawFiles
 from lakeloader.parse import canonical as C
 from lakeloader.parse.framing import read_messages
@@ -251,10 +252,13 @@ def write_hours(rng: random.Random, fmt: str, root: Path, hours: list[list[wire.
 def silver_rows(source: SourceConfig, model: TableModel) -> tuple[list[str], list[tuple]]:
     """The table's columns and rows, decimals as integers (a table dropped and not created again counts as the
     model's columns with no rows)."""
-    uri = str(Path(source.lake_root) / zones.silver_table_dir(source.name, wire.DB, model.table))
-    if not DeltaRsEngine().exists(uri):
+    uri = open_store(source.lake_root, source.s3_endpoint_url).child(
+        zones.silver_table_dir(source.name, wire.DB, model.table)
+    )
+    reader = reader_for(source)  # the lake's storage options (an S3 lake's endpoint)
+    if not reader.exists(uri):
         return sorted(c for c, _ in model.columns), []
-    table = DeltaRsEngine().read(uri)
+    table = reader.read(uri)
     names = sorted(n for n in table.column_names if not n.startswith("_cdc_"))
     plain = [{k: int(v) if isinstance(v, Decimal) else v for k, v in r.items()} for r in table.to_pylist()]
     return names, sorted((tuple(r[n] for n in names) for r in plain), key=repr)

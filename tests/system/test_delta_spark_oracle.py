@@ -1,8 +1,14 @@
-"""The DDL oracle (tests/system/test_ddl_oracle.py) with `engine: delta_spark`: the local runner, in its own process
-(its Spark JVM starts with the pinned jars that `session_conf` names), loads a random stream of a keyed and a
-keyless table with DDL interleaved (column adds, drops, renames and type changes, TRUNCATE, DROP and RENAME
-TABLE) and re-deliveries; Delta Lake on Spark writes every table, and they equal the models (read with
-delta-rs, as the Airflow side reads them)."""
+"""The oracles with `engine: delta_spark`, each load in a process of its own (its Spark JVM starts with the pinned
+jars that `session_conf` names); Delta Lake on Spark writes every table, and they equal the models (read with
+delta-rs, as the Airflow side reads them). One load per kind of order (docs/semantics.md, "The total order"):
+
+- the DDL oracle (tests/system/test_ddl_oracle.py) in Canal kcat envelopes (the topic offset orders): a random
+  stream of a keyed and a keyless table with DDL interleaved (column adds, drops, renames and type changes,
+  TRUNCATE, DROP and RENAME TABLE) and re-deliveries;
+- the semantics oracle (tests/spark/test_semantics.py) in DataWorks JSON (the sequence orders), under a driver
+  that refuses 1 MB from any Spark action;
+- the format oracle's streams (tests/system/test_oracle_formats.py) in DebeziumSmt (the export position orders),
+  one of them of every column kind."""
 
 from __future__ import annotations
 
@@ -14,8 +20,11 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import format_support
 import pytest
+import test_oracle_formats as formats_oracle
 import yaml
+from format_support import source_for
 from semantics_stream import AT, random_stream
 from test_ddl_oracle import HOURS, TableModel, model_rows, silver_rows, source_settings, stream, write_hours
 
@@ -24,6 +33,7 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.core.spark_conf import jars_dir
 from lakeloader.engine.deltars import DeltaRsEngine
 from tools.cdcgen import dataworks as dw
+from tools.cdcgen import wire
 
 _TIMEOUT_SECONDS = 900
 
@@ -40,9 +50,9 @@ def test_delta_on_spark_loads_a_random_stream_with_ddl_to_the_model(tmp_path: Pa
     assert any('"userMetadata"' in path.read_text() for path in history)  # Delta on Spark wrote the tables
 
 
-def stream_source(tmp_path: Path, seed: int = 11) -> tuple[SourceConfig, list[TableModel], Path]:
-    """Write the random stream of `seed` as canal_json exports under `tmp_path`; its `engine: delta_spark` source,
-    the models and the config file declaring the source."""
+def stream_source(tmp_path: Path, seed: int = 11, **settings: str) -> tuple[SourceConfig, list[TableModel], Path]:
+    """Write the random stream of `seed` as canal_json exports under `tmp_path`; its `engine: delta_spark` source
+    (lake under `tmp_path` unless `settings` say otherwise), the models and the config file declaring the source."""
     fmt = "canal_json"
     rng = random.Random(seed)
     hours, models = stream(rng)
@@ -55,6 +65,7 @@ def stream_source(tmp_path: Path, seed: int = 11) -> tuple[SourceConfig, list[Ta
         "engine": "delta_spark",
         **framing,
         **source_settings(fmt, hours),
+        **settings,
     }
     source = SourceConfig(**declared)
     config = tmp_path / "sources.yaml"
@@ -123,6 +134,31 @@ def test_delta_on_spark_loads_the_semantics_oracle_stream_to_the_model_and_never
     replayed = record["apply"]["shop.docs"]  # the replay of the first hour: 3,000 actions, nothing new
     assert (replayed["actions"], replayed["inserted"], replayed["rows"]) == (3_000, 0, 3_000)
     assert "maxResultSize" in record["collect"]
+
+
+@NO_JARS
+def test_delta_on_spark_loads_the_format_oracle_streams_ordered_by_export_position_and_of_every_column_kind(
+    tmp_path: Path,
+) -> None:
+    """tests/system/test_oracle_formats.py's two streams for the order the other loads here leave out: DebeziumSmt,
+    whose messages carry no ordering key (the export position orders them; DataWorks' sequence and Canal's topic
+    offset are above). Its random stream loads to the model row for row, and the stream of every column kind to
+    the model's exact Python values with the Arrow types the delta-rs path writes (wall clocks as timestamps without
+    a zone, decimals, binary, floats); the first hour replayed after the later ones changes nothing."""
+    fmt, tables = "debezium_smt", (wire.ITEMS,)
+    rng, typed_rng = random.Random("delta-spark-formats"), random.Random("delta-spark-typed")
+    changes, model = formats_oracle.stream(rng, tables, truncates=False)
+    typed_changes, typed_rows = formats_oracle.typed_stream(typed_rng, 40, millis=True, first_seq=101)
+    source = source_for(fmt, tmp_path, **wire.settings(fmt, (*tables, wire.TYPED)))
+    order = formats_oracle.export_shuffled(rng, fmt, source, changes, tables)
+    formats_oracle.export_shuffled(typed_rng, fmt, source, typed_changes, (wire.TYPED,))
+
+    run_hours_with_delta_spark(tmp_path, source, [*order, order[0]])
+
+    formats_oracle.assert_equal_to_model(source, tables, model)
+    assert format_support.silver_schema(source, wire.DB, wire.TYPED.name) == formats_oracle.LOADED_TYPES[fmt]
+    expected = {row["id"]: formats_oracle.loaded(fmt, row) for row in typed_rows.values()}
+    assert {row["id"]: row for row in format_support.silver_rows(source, wire.DB, wire.TYPED.name)} == expected
 
 
 def write_export(exports: Path, hour: datetime, lines: list[str]) -> None:

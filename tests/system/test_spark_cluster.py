@@ -1,9 +1,10 @@
 """The hourly pipeline on a real Spark standalone cluster: a master and two one-core workers started from the
 pyspark installation (the `spark_cluster` fixture), and the DAG's steps as it runs them (land in-process, then
 spark-submit of jobs/parse.py and jobs/apply.py in client mode on `spark://127.0.0.1:<port>` with the DAG's
-`--conf`s: the pinned jars, which the driver serves to the executors, and Delta's extension) for a source with
-`engine: delta_spark`. The DDL oracle's random stream (three hours of ten steps, a keyed and a keyless table, DDL
-interleaved, re-deliveries) loads to the model, and the work ran in executors on both workers."""
+`--conf`s: the pinned jars, which the driver serves to the executors, Delta's extension and s3a) for a source with
+`engine: delta_spark` whose lake is on S3 (the moto server on loopback). The DDL oracle's random stream (three
+hours of ten steps, a keyed and a keyless table, DDL interleaved, re-deliveries) loads to the model, and the work
+ran in executors on both workers."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ STEPS_PER_HOUR = 10
 
 @pytest.mark.slow
 @NO_JARS
-def test_the_dags_spark_submit_steps_on_a_standalone_cluster_load_a_random_stream_to_the_model(
-    spark_cluster, tmp_path: Path, monkeypatch
+def test_the_dags_spark_submit_steps_on_a_standalone_cluster_load_a_random_stream_into_an_s3_lake_to_the_model(
+    spark_cluster, s3_endpoint: str, s3_bucket: str, tmp_path: Path, monkeypatch
 ):
     """As the hourly DAG runs them: land in-process, then spark-submit of jobs/parse.py and jobs/apply.py in
     client mode with the DAG's `--conf`s (`SPARK_CONF` and `session_conf(source)`, the jars as a pattern)."""
@@ -34,7 +35,7 @@ def test_the_dags_spark_submit_steps_on_a_standalone_cluster_load_a_random_strea
     from lakeloader_airflow.dag_factory import APPLY_APP, PARSE_APP, SPARK_CONF
 
     monkeypatch.setattr(test_ddl_oracle, "STEPS_PER_HOUR", STEPS_PER_HOUR)
-    source, models, config = stream_source(tmp_path)
+    source, models, config = stream_source(tmp_path, lake_root=f"s3://{s3_bucket}/lake", s3_endpoint_url=s3_endpoint)
     conf = [
         arg for key, value in {**SPARK_CONF, **session_conf(source)}.items() for arg in ("--conf", f"{key}={value}")
     ]

@@ -1,4 +1,4 @@
-"""python -m tools.bench [common options] {run,growth,layout,all,formats} [options]
+"""python -m tools.bench [common options] {run,growth,layout,all,formats,engines} [options]
 
 Defaults are the full-size benchmark (1M changes over 20 tables into 10M rows); `--scale` multiplies every
 count (changes, rows, rows per file, curve points), so `--scale 0.02` runs the same code on 20k changes
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from lakeloader.core.config import PROJECT_ROOT
 
-COMMANDS = ("run", "growth", "layout", "all", "formats")
+COMMANDS = ("run", "growth", "layout", "all", "formats", "engines")
 
 
 def _ints(text: str) -> list[int]:
@@ -30,7 +30,8 @@ def parser() -> argparse.ArgumentParser:
         choices=COMMANDS,
         help="run: one scenario; growth: apply-time curves; layout: file layouts and merge modes; "
         "all: the issue's set (run over 1 hour and over 10 hours, growth, layout); "
-        "formats: parse throughput of every wire format next to the floor",
+        "formats: parse throughput of every wire format next to the floor; "
+        "engines: apply with delta_rs and with delta_spark on the same change sets (needs `make jars`)",
     )
     p.add_argument("--scale", type=float, default=1.0, help="multiply every count (default 1 = full size)")
     p.add_argument("--workdir", type=Path, default=PROJECT_ROOT / "var" / "bench", help="generated data (reused)")
@@ -63,6 +64,8 @@ def parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("formats")
     g.add_argument("--format-changes", type=int, default=1_000_000, help="changes in each format's export")
     g.add_argument("--formats", default="", help="comma-separated formats (default: every format)")
+    g = p.add_argument_group("engines")
+    g.add_argument("--engine-changes", type=_ints, default=[100_000, 1_000_000], help="change volumes to apply")
     return p
 
 
@@ -85,14 +88,16 @@ def scaled(args: argparse.Namespace) -> argparse.Namespace:
             "fixed_existing": n(args.fixed_existing),
             "layout_changes_per_table_hour": n(args.layout_changes_per_table_hour),
             "format_changes": n(args.format_changes),
+            "engine_changes": [n(v) for v in args.engine_changes],
         }
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     args = scaled(parser().parse_args(argv))
+    from lakeloader.core.spark_conf import jars_conf
     from lakeloader.spark import spark_session
-    from tools.bench import formats, growth, layout
+    from tools.bench import engines, formats, growth, layout
     from tools.bench.probe import Probe, jvm_pid
     from tools.bench.report import environment, scenario_json, scenario_markdown, write_results
     from tools.bench.run import run_scenario
@@ -110,7 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         hot_fraction=args.hot_fraction,
     )
     chosen = Layout(args.rows_per_file, args.target_file_size)
-    spark = spark_session("lakeloader-bench", master=args.master, conf={"spark.driver.memory": args.driver_memory})
+    conf = {"spark.driver.memory": args.driver_memory}
+    if args.command == "engines":  # Delta on Spark's classes, given when the JVM starts
+        conf |= jars_conf() | engines.SESSION_CONF
+    spark = spark_session("lakeloader-bench", master=args.master, conf=conf)
     probe = Probe(jvm_pid(spark))
     document: dict = {"command": args.command, "arguments": {k: str(v) for k, v in vars(args).items()}}
     document["environment"] = environment(spark, probe.peak_method)
@@ -161,6 +169,14 @@ def main(argv: list[str] | None = None) -> int:
             sections.append(
                 f"### Parse per format ({args.format_changes:,} changes each)\n" + formats.formats_markdown(rows)
             )
+            print(sections[-1], flush=True)
+        if args.command == "engines":
+            rows = engines.run_engines(
+                spark, probe, scenario, chosen, args.engine_changes, args.workdir, verify=args.verify
+            )
+            document["engines"] = rows
+            label = f"{scenario.tables} tables, {scenario.existing_rows:,} rows, {scenario.keys} keys"
+            sections.append(f"### Engines ({label})\n" + engines.engines_markdown(rows))
             print(sections[-1], flush=True)
     finally:
         document["environment"]["load_at_end"] = [round(v, 2) for v in os.getloadavg()]

@@ -19,6 +19,7 @@ from lakeloader.apply.step import silver_uri
 from lakeloader.core.config import SourceConfig
 from lakeloader.core.storage import open_store
 from lakeloader.engine import base as E
+from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.land.step import land_hour
 from lakeloader.parse.step import run_parse
 from tools.bench import generate
@@ -88,7 +89,7 @@ def run_layout(spark: SparkSession, probe: Probe, base: Scenario, files_per_tabl
             lake = workdir / "runs" / "layout"
             clone_tables(silver, lake)
             store = open_store(str(lake))
-            engine = MeasuredEngine(streamed_merge=variant.streamed_merge)
+            engine = MeasuredEngine(DeltaRsEngine(streamed_merge=variant.streamed_merge))
             if variant.recluster_file_size:
                 with probe.phase("setup: recluster", scenario.existing_rows):
                     for shape, _ in hours[0]:

@@ -1,4 +1,4 @@
-"""Merges under measurement: the apply job's engine with every merge timed and its file rewrites counted, and
+"""Merges under measurement: an apply job's engine with every merge timed and its file rewrites counted, and
 the bare delta-rs MERGE the job's merge is compared with.
 
 Files rewritten are found by diffing the table's add actions before and after a merge (delta-rs rewrites
@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 from deltalake import DeltaTable
+from pyspark.sql import DataFrame
 
 from lakeloader.engine import base as E
-from lakeloader.engine.base import MergeResult
-from lakeloader.engine.deltars import DeltaRsEngine, quote
+from lakeloader.engine.base import MergeResult, TableEngine
+from lakeloader.engine.deltars import quote
 
 
 @dataclass(frozen=True)
@@ -51,26 +53,33 @@ def _record(uri: str, rows: int, seconds: float, before: dict[str, int], after: 
     )
 
 
-class MeasuredEngine(DeltaRsEngine):
-    """The apply job's delta-rs engine, recording every merge (silver tables and tombstone tables alike)."""
+class MeasuredEngine:
+    """A table engine whose every merge (silver and tombstone tables alike) is timed and its file rewrites counted;
+    every other operation is the engine's own. A merge's `rows` are its change set's, or for a Spark frame
+    (Delta on Spark, never counted on the driver) the rows it inserted, updated and deleted."""
 
-    def __init__(self, storage_options: dict[str, str] | None = None, streamed_merge: bool = False) -> None:
-        super().__init__(storage_options, streamed_merge)
+    def __init__(self, engine: TableEngine) -> None:
+        self.engine = engine
+        self.storage_options: dict[str, str] | None = getattr(engine, "storage_options", None)
         self.merges: list[MergeRecord] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.engine, name)
 
     def merge(
         self,
         uri: str,
-        changes: pa.Table,
+        changes: pa.Table | DataFrame,
         key_columns: list[str],
         order_columns: tuple[str, ...],
         commit_info: dict[str, str],
     ) -> MergeResult:
         before = file_sizes(uri, self.storage_options)
         started = time.perf_counter()
-        result = super().merge(uri, changes, key_columns, order_columns, commit_info)
+        result = self.engine.merge(uri, changes, key_columns, order_columns, commit_info)
         seconds = time.perf_counter() - started
-        self.merges.append(_record(uri, changes.num_rows, seconds, before, file_sizes(uri, self.storage_options)))
+        rows = changes.num_rows if isinstance(changes, pa.Table) else result.inserted + result.updated + result.deleted
+        self.merges.append(_record(uri, rows, seconds, before, file_sizes(uri, self.storage_options)))
         return result
 
 

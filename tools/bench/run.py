@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from lakeloader.apply.key_actions import key_actions, table_shapes, with_order
 from lakeloader.apply.step import read_bronze, run_apply, silver_uri, typed_change_set, with_segments
 from lakeloader.core.storage import Store, open_store, spark_path
+from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.land.step import land_hour
 from lakeloader.parse import canonical as C
 from lakeloader.parse.step import run_parse
@@ -104,7 +105,7 @@ def run_scenario(
         clone_tables(base, bare_lake)
     source = source_config(exports, lake, scenario.table_names())
     store = open_store(str(lake))
-    engine = MeasuredEngine(streamed_merge=streamed_merge)
+    engine = MeasuredEngine(DeltaRsEngine(streamed_merge=streamed_merge))
     for offset in range(scenario.hours):
         hour = FIRST_HOUR + timedelta(hours=offset)
         with probe.phase("setup: land", 0):

@@ -396,7 +396,8 @@ class SparkChangeSet:
         casts at all), which refuses what Arrow's safe cast refuses: overflow, a decimal's or a float's rounding,
         a timestamp's truncation, a number's truth value."""
         from pyspark.sql import functions as F
-        from pyspark.sql.pandas.types import from_arrow_type
+
+        from lakeloader.engine.deltaspark import spark_type
 
         frame = self.frame
         is_upsert = F.coalesce(F.col(E.ACTION) == E.UPSERT, F.lit(False))
@@ -414,7 +415,7 @@ class SparkChangeSet:
         casted: dict[str, Column] = {}
         for name, target in casts.items():
             source = _col(name)
-            cast = source.try_cast(from_arrow_type(target))
+            cast = source.try_cast(spark_type(target))
             textual = _type(frame, name) == "string"
             exact = cast.isNotNull() if textual else cast.try_cast(_type(frame, name)).eqNullSafe(source)
             fits = source.isNull() | F.coalesce(exact, F.lit(False))

@@ -24,6 +24,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type, to_arrow_schema
+from pyspark.sql.types import DataType, StructType
 
 from lakeloader.core.storage import spark_path
 from lakeloader.engine.base import (
@@ -55,6 +56,16 @@ def literal(text: str) -> str:
 
 
 DIALECT = Dialect(quote, literal, "array_contains")
+
+
+def spark_type(arrow_type: pa.DataType) -> DataType:
+    """The Spark type of an Arrow type; a timestamp without a zone (a wall clock) stays one (TIMESTAMP_NTZ), where
+    PySpark's default would make it an instant in the session's zone."""
+    return from_arrow_type(arrow_type, prefer_timestamp_ntz=True)
+
+
+def spark_schema(schema: pa.Schema) -> StructType:
+    return from_arrow_schema(schema, prefer_timestamp_ntz=True)
 
 
 def value_sql(value: Value) -> str:
@@ -102,6 +113,10 @@ class DeltaSparkEngine:
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
 
+    def _spark_frame(self, rows: pa.Table) -> DataFrame:
+        """Arrow rows as a Spark frame of the same types (`spark_type`)."""
+        return self.spark.createDataFrame(rows, schema=spark_schema(rows.schema))
+
     def _path(self, uri: str) -> str:
         """The table's location as Hadoop names it (`file:/x`: Delta takes `file:///x` for another path)."""
         path = spark_path(uri)
@@ -146,7 +161,7 @@ class DeltaSparkEngine:
         builder = (
             DeltaTable.createIfNotExists(self.spark)
             .location(self._path(uri))
-            .addColumns(from_arrow_schema(schema))
+            .addColumns(spark_schema(schema))
             .comment(json.dumps(properties, sort_keys=True))
         )
         if file_size:
@@ -191,13 +206,13 @@ class DeltaSparkEngine:
         return to_arrow_schema(self._frame(uri).schema, timestamp_utc=True)
 
     def add_columns(self, uri: str, fields: list[pa.Field], commit_info: dict[str, str]) -> None:
-        columns = ", ".join(f"{quote(f.name)} {from_arrow_type(f.type).simpleString()}" for f in fields)
+        columns = ", ".join(f"{quote(f.name)} {spark_type(f.type).simpleString()}" for f in fields)
         with self._committing(commit_info):
             self.spark.sql(f"ALTER TABLE {self._sql_name(uri)} ADD COLUMNS ({columns})")
 
     def widen_columns(self, uri: str, fields: list[pa.Field], commit_info: dict[str, str]) -> None:
         """A rewrite with the columns cast (Delta's type widening is a table feature delta-rs cannot read)."""
-        types = {f.name: from_arrow_type(f.type) for f in fields}
+        types = {f.name: spark_type(f.type) for f in fields}
         frame = self._frame(uri)
         cast = frame.select(
             *[F.col(quote(c)).cast(types[c]).alias(c) if c in types else F.col(quote(c)) for c in frame.columns]
@@ -219,7 +234,7 @@ class DeltaSparkEngine:
     ) -> MergeResult:
         """A Spark frame merges as it is (its rows never reach the driver); an Arrow table (audit tables, the
         contract's small change sets) becomes a frame first."""
-        source = changes if isinstance(changes, DataFrame) else self.spark.createDataFrame(changes)
+        source = changes if isinstance(changes, DataFrame) else self._spark_frame(changes)
         target_columns = self._frame(uri).columns
         # a frame's partial markers are not looked at (a job): the CASE keeps a non-partial row's values anyway
         plan = merge_plan(source.columns, PARTIAL in source.columns, target_columns, key_columns, DIALECT)
@@ -262,7 +277,7 @@ class DeltaSparkEngine:
             for batch in source:
                 yield from transform(pa.Table.from_batches([batch])).cast(schema).to_batches()
 
-        self._overwrite(uri, self._frame(uri).mapInArrow(batches, from_arrow_schema(schema)), commit_info)
+        self._overwrite(uri, self._frame(uri).mapInArrow(batches, spark_schema(schema)), commit_info)
 
     def clustered(self, uri: str, column: str, file_size: int) -> bool:
         """Whether the table targets `file_size` and has at most one file (the per-file ranges in the Delta log
@@ -286,7 +301,7 @@ class DeltaSparkEngine:
         return self._frame(uri).toArrow()
 
     def append(self, uri: str, rows: pa.Table) -> None:
-        self.spark.createDataFrame(rows).write.format("delta").mode("append").save(self._path(uri))
+        self._spark_frame(rows).write.format("delta").mode("append").save(self._path(uri))
 
     def replace_with(self, uri: str, source_uri: str, commit_info: dict[str, str]) -> None:
         """The table at `uri` keeps its description (our properties), or takes the source's when it is new."""
