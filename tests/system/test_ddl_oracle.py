@@ -283,7 +283,7 @@ def test_random_streams_with_interleaved_ddl_load_to_the_model_also_when_reloade
 
 
 # The full load of one format per kind of message identity (docs/semantics.md): DataWorks above (the sequence
-# identifies a message), Canal here (the topic offset does; tests/system/test_delta_spark_oracle.py loads it with
+# identifies a message), Canal here (the topic offset does; tests/system/test_spark_cluster.py loads it with
 # Delta on Spark too). Below the canonical rows apply knows no format, so every other format is held to its parse
 # contract (the test after this one), which proves the same for it at a fraction of a load's cost.
 def test_a_random_stream_with_interleaved_ddl_in_kcat_envelopes_loads_to_the_model(spark, tmp_path):

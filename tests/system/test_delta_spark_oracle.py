@@ -2,13 +2,12 @@
 jars that `session_conf` names); Delta Lake on Spark writes every table, and they equal the models (read with
 delta-rs, as the Airflow side reads them). One load per kind of order (docs/semantics.md, "The total order"):
 
-- the DDL oracle (tests/system/test_ddl_oracle.py) in Canal kcat envelopes (the topic offset orders): a random
-  stream of a keyed and a keyless table with DDL interleaved (column adds, drops, renames and type changes,
-  TRUNCATE, DROP and RENAME TABLE) and re-deliveries;
 - the semantics oracle (tests/spark/test_semantics.py) in DataWorks JSON (the sequence orders), under a driver
   that refuses 1 MB from any Spark action;
 - the format oracle's streams (tests/system/test_oracle_formats.py) in DebeziumSmt (the export position orders),
-  one of them of every column kind."""
+  one of them of every column kind;
+- the DDL oracle's stream in Canal kcat envelopes (the topic offset orders; `stream_source`) is loaded by
+  tests/system/test_spark_cluster.py, on a standalone cluster into a lake on S3."""
 
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ import test_oracle_formats as formats_oracle
 import yaml
 from format_support import source_for
 from semantics_stream import AT, random_stream
-from test_ddl_oracle import HOURS, TableModel, model_rows, silver_rows, source_settings, stream, write_hours
+from test_ddl_oracle import TableModel, source_settings, stream, write_hours
 
 from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig
@@ -39,15 +38,6 @@ _TIMEOUT_SECONDS = 900
 
 
 NO_JARS = pytest.mark.skipif(not any(jars_dir().glob("*.jar")), reason=f"no jars in {jars_dir()}: run `make jars`")
-
-
-@NO_JARS
-def test_delta_on_spark_loads_a_random_stream_with_ddl_to_the_model(tmp_path: Path) -> None:
-    source, models = load_with_delta_spark(tmp_path, "local[2]")
-    for model in models:
-        assert silver_rows(source, model) == model_rows(model), f"{model.table}"
-    history = (tmp_path / "lake").rglob("_delta_log/00000000000000000000.json")
-    assert any('"userMetadata"' in path.read_text() for path in history)  # Delta on Spark wrote the tables
 
 
 def stream_source(tmp_path: Path, seed: int = 11, **settings: str) -> tuple[SourceConfig, list[TableModel], Path]:
@@ -71,21 +61,6 @@ def stream_source(tmp_path: Path, seed: int = 11, **settings: str) -> tuple[Sour
     config = tmp_path / "sources.yaml"
     config.write_text(yaml.safe_dump({"sources": [source.model_dump(mode="json", exclude_defaults=True)]}))
     return source, models, config
-
-
-def load_with_delta_spark(tmp_path: Path, master: str, seed: int = 11) -> tuple[SourceConfig, list[TableModel]]:
-    """`stream_source`'s hours loaded by the local runner (its own process) on `master`; the source and the
-    models."""
-    source, models, config = stream_source(tmp_path, seed)
-    completed = subprocess.run(
-        [sys.executable, "-m", "lakeloader.cli.local_runner", "--source", "shop", "--config", str(config),
-         "--from", zones.format_hour(HOURS[0]), "--to", zones.format_hour(HOURS[-1]), "--master", master],
-        capture_output=True,
-        text=True,
-        timeout=_TIMEOUT_SECONDS,
-    )  # fmt: skip
-    assert completed.returncode == 0, completed.stderr[-5000:]
-    return source, models
 
 
 HOURS_SCRIPT = Path(__file__).parents[1] / "delta_spark_hours.py"

@@ -2,9 +2,10 @@
 pyspark installation (the `spark_cluster` fixture), and the DAG's steps as it runs them (land in-process, then
 spark-submit of jobs/parse.py and jobs/apply.py in client mode on `spark://127.0.0.1:<port>` with the DAG's
 `--conf`s: the pinned jars, which the driver serves to the executors, Delta's extension and s3a) for a source with
-`engine: delta_spark` whose lake is on S3 (the moto server on loopback). The DDL oracle's random stream (three
-hours of ten steps, a keyed and a keyless table, DDL interleaved, re-deliveries) loads to the model, and the work
-ran in executors on both workers."""
+`engine: delta_spark` whose lake is on S3 (the moto server on loopback). The DDL oracle's random stream (two
+hours of fifteen steps, a keyed and a keyless table, DDL interleaved, re-deliveries, in Canal kcat envelopes) loads
+to the model, and the work ran in executors on both workers. This is the DDL oracle's load with Delta on Spark
+(tests/system/test_delta_spark_oracle.py has the other oracles')."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ import test_ddl_oracle
 from test_ddl_oracle import model_rows, silver_rows
 from test_delta_spark_oracle import NO_JARS, stream_source
 
-# a third of the DDL oracle's steps per hour: each DDL is several Delta commits, each a few Spark jobs
-STEPS_PER_HOUR = 10
+# a third of the DDL oracle's steps in two of its hours (each application costs about 50 s on the cluster; each
+# DDL is several Delta commits, each a few Spark jobs), with about as many DDL statements as three hours of ten
+HOURS = test_ddl_oracle.HOURS[:2]
+STEPS_PER_HOUR = 15
 
 
 @pytest.mark.slow
@@ -35,6 +38,7 @@ def test_the_dags_spark_submit_steps_on_a_standalone_cluster_load_a_random_strea
     from lakeloader_airflow.dag_factory import APPLY_APP, PARSE_APP, SPARK_CONF
 
     monkeypatch.setattr(test_ddl_oracle, "STEPS_PER_HOUR", STEPS_PER_HOUR)
+    monkeypatch.setattr(test_ddl_oracle, "HOURS", HOURS)
     source, models, config = stream_source(tmp_path, lake_root=f"s3://{s3_bucket}/lake", s3_endpoint_url=s3_endpoint)
     conf = [
         arg for key, value in {**SPARK_CONF, **session_conf(source)}.items() for arg in ("--conf", f"{key}={value}")
@@ -47,7 +51,7 @@ def test_the_dags_spark_submit_steps_on_a_standalone_cluster_load_a_random_strea
         "client",
     ]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    for hour in test_ddl_oracle.HOURS:
+    for hour in HOURS:
         land_hour(source, hour)
         for app in (PARSE_APP, APPLY_APP):
             args = ["--source", source.name, "--hour", zones.format_hour(hour), "--config", str(config)]
@@ -59,7 +63,7 @@ def test_the_dags_spark_submit_steps_on_a_standalone_cluster_load_a_random_strea
     for model in models:
         assert silver_rows(source, model) == model_rows(model), model.table
     applications = spark_cluster.status()["completedapps"]
-    assert len(applications) == 2 * len(test_ddl_oracle.HOURS)  # one per spark-submit, all run on the cluster
+    assert len(applications) == 2 * len(HOURS)  # one per spark-submit, all run on the cluster
     # each application had an executor on each worker, and each executor ran tasks
     app_dirs = sorted(spark_cluster.work_dir.glob("app-*"))
     assert len(app_dirs) == len(applications)
