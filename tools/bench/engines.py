@@ -67,15 +67,17 @@ def run_engines(
             with probe.phase(f"apply with {name} ({point.label()})", point.changes) as record:
                 for offset in range(point.hours):
                     run_apply(spark, engine_source, FIRST_HOUR + timedelta(hours=offset), open_store(str(lake)), engine)
+            merges = merge_summary(engine.merges)
             row = {
                 "engine": name,
                 "changes": point.changes,
                 "existing_rows": point.existing_rows,
                 "keys": point.keys,
-                "seconds": record.seconds,
+                "apply_seconds": record.seconds,
                 "driver_peak_mib": record.driver_peak_mb,
                 "jvm_peak_mib": record.jvm_peak_mb,
-                **merge_summary(engine.merges),
+                **merges,
+                "merge_seconds": merges.pop("seconds"),
             }
             if verify:
                 row["verified"] = verify_tables(spark, point, {name: lake})[name]["ok"]
@@ -111,11 +113,12 @@ def _land_and_parse(
 
 
 def engines_markdown(rows: list[dict]) -> str:
-    headers = ["changes", "engine", "apply s", "driver peak MiB", "JVM peak MiB", "merges", "files rewritten / files",
-               "MiB rewritten", "verified"]  # fmt: skip
+    headers = ["changes", "engine", "apply s", "of which merges s", "driver peak MiB", "JVM peak MiB", "merges",
+               "files rewritten / files", "files written", "MiB rewritten", "verified"]  # fmt: skip
     cells = [
-        [fmt(r["changes"]), r["engine"], fmt(r["seconds"], 1), fmt(r["driver_peak_mib"]), fmt(r["jvm_peak_mib"]),
-         str(r["merges"]), f"{r['files_removed']} / {r['files_before']}", fmt(r["mib_removed"], 1),
+        [fmt(r["changes"]), r["engine"], fmt(r["apply_seconds"], 1), fmt(r["merge_seconds"], 1),
+         fmt(r["driver_peak_mib"]), fmt(r["jvm_peak_mib"]), str(r["merges"]),
+         f"{r['files_removed']} / {r['files_before']}", str(r["files_added"]), fmt(r["mib_removed"], 1),
          str(r.get("verified", "not checked"))]
         for r in rows
     ]  # fmt: skip
