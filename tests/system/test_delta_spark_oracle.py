@@ -23,7 +23,6 @@ import format_support
 import pytest
 import test_oracle_formats as formats_oracle
 import yaml
-from format_support import source_for
 from semantics_stream import AT, random_stream
 from test_ddl_oracle import TableModel, source_settings, stream, write_hours
 
@@ -124,7 +123,7 @@ def test_delta_on_spark_loads_the_format_oracle_streams_ordered_by_export_positi
     rng, typed_rng = random.Random("delta-spark-formats"), random.Random("delta-spark-typed")
     changes, model = formats_oracle.stream(rng, tables, truncates=False)
     typed_changes, typed_rows = formats_oracle.typed_stream(typed_rng, 40, millis=True, first_seq=101)
-    source = source_for(fmt, tmp_path, **wire.settings(fmt, (*tables, wire.TYPED)))
+    source = format_support.source_for(fmt, tmp_path, **wire.settings(fmt, (*tables, wire.TYPED)))
     order = formats_oracle.export_shuffled(rng, fmt, source, changes, tables)
     formats_oracle.export_shuffled(typed_rng, fmt, source, typed_changes, (wire.TYPED,))
 

@@ -1,4 +1,4 @@
-"""Apply with each table engine on the same change sets, side by side (docs/performance.md, "Engines").
+"""Apply with each table engine on the same change sets (docs/performance.md, "The two table engines side by side").
 
 For each change volume: the scenario's export is landed and parsed once; each engine then applies the hours to
 its own clone of that lake (the same pre-existing tables, the same bronze): `delta_rs`, the embedded engine
@@ -68,6 +68,7 @@ def run_engines(
                 for offset in range(point.hours):
                     run_apply(spark, engine_source, FIRST_HOUR + timedelta(hours=offset), open_store(str(lake)), engine)
             merges = merge_summary(engine.merges)
+            merge_seconds = merges.pop("seconds")
             row = {
                 "engine": name,
                 "changes": point.changes,
@@ -77,7 +78,7 @@ def run_engines(
                 "driver_peak_mib": record.driver_peak_mb,
                 "jvm_peak_mib": record.jvm_peak_mb,
                 **merges,
-                "merge_seconds": merges.pop("seconds"),
+                "merge_seconds": merge_seconds,
             }
             if verify:
                 row["verified"] = verify_tables(spark, point, {name: lake})[name]["ok"]
