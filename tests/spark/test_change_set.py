@@ -77,10 +77,11 @@ def test_both_executions_fit_types_and_reject_the_same_changes_for_the_same_colu
     results = []
     for change_set in both:
         fitted = change_set.fitted(CASTS, ["id"])
-        ids = fitted.rejected["id"].to_pylist()
+        [rejected] = list(fitted.rejected)
+        ids = rejected.rows["id"].to_pylist()
         flags = {
             kind: {name: sorted(i for i, flag in zip(ids, masks, strict=True) if flag) for name, masks in found.items()}
-            for kind, found in (("text", fitted.text), ("cast", fitted.cast))
+            for kind, found in (("text", rejected.text), ("cast", rejected.cast))
         }
         results.append((rows_of(fitted.kept, ["id", "v", "n", "f"]), sorted(ids), flags))
         assert [f.type for f in fitted.kept.schema if f.name in CASTS] == list(CASTS.values())
@@ -90,6 +91,27 @@ def test_both_executions_fit_types_and_reject_the_same_changes_for_the_same_colu
         [2, 4, 5, 6, 2**40],
         {"text": {"v": [6]}, "cast": {"id": [2**40], "v": [2], "n": [4], "f": [5]}},
     )
+
+
+def test_rejected_changes_reach_the_driver_in_chunks_that_hold_each_rejected_change_once(spark, monkeypatch):
+    """However many changes a segment rejects, the driver receives them a bounded chunk at a time, every one
+    with the flags of the columns that reject it."""
+    monkeypatch.setattr("lakeloader.apply.change_set.REJECTED_CHUNK_ROWS", 4)
+    rows = [*ROWS, *[(100 + i, "x" if i % 2 else "1", 2**40, 1.5, 20 + i, "upsert", []) for i in range(13)]]
+    table = change_table(rows)
+    results = []
+    for execution in (ArrowChangeSet(table), SparkChangeSet(spark.createDataFrame(table))):
+        chunks = list(execution.fitted(CASTS, ["id"]).rejected)
+        flagged = {}
+        for chunk in chunks:
+            for i, key in enumerate(chunk.rows["id"].to_pylist()):
+                found = {n for masks in (chunk.text, chunk.cast) for n, flags in masks.items() if flags[i]}
+                flagged[key] = sorted(found)
+        assert len(chunks) == 5 and sum(c.rows.num_rows for c in chunks) == len(flagged) == 18
+        results.append(flagged)
+    assert [c.rows.num_rows for c in ArrowChangeSet(table).fitted(CASTS, ["id"]).rejected] == [4, 4, 4, 4, 2]
+    assert results[0] == results[1]
+    assert results[0][101] == ["n", "v"] and results[0][102] == ["n"] and results[0][2**40] == ["id"]
 
 
 def test_both_executions_select_count_and_blank_by_the_same_predicates(both):

@@ -7,7 +7,8 @@ truncation, stale or rejected and why, what becomes a tombstone); a `ChangeSet` 
 - `SparkChangeSet`: a Spark frame, for Delta on Spark (`engine: delta_spark`): every operation is a Spark
   transformation and `DeltaTable.merge` reads the frame, so the change set never reaches the driver. What the
   driver does receive: counts, the names of the columns whose text did not fit (`_cdc_unfit`), the first change
-  that carried a value in a widened column, and the rejected changes themselves (few: values no type holds).
+  that carried a value in a widened column, and the rejected changes themselves, `REJECTED_CHUNK_ROWS` at a
+  time (usually few: values no type holds; a misdeclared column can reject a whole hour).
 
 Conditions are the typed predicates of `lakeloader.engine.base` (Arrow evaluates them with pyarrow.compute, Spark
 as the SQL the Delta engine renders); the ordering comparison against tombstones is the engines' own `newer`.
@@ -16,7 +17,7 @@ as the SQL the Delta engine renders); the ordering comparison against tombstones
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import reduce
@@ -33,16 +34,27 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 
-@dataclass(frozen=True)
-class Fitted:
-    """A change set with its values cast to the silver types, and the changes left out: their values before
-    the cast (a small Arrow table) and, per column, which of them it rejects, as text that did not fit the
-    batch's type (`text`) or as a value the silver type cannot hold (`cast`)."""
+# The rejected changes reach the driver (to be quarantined) in chunks of about this many rows
+REJECTED_CHUNK_ROWS = 10_000
 
-    kept: ChangeSet
-    rejected: pa.Table
+
+@dataclass(frozen=True)
+class Rejected:
+    """Some of the changes left out: their values before the cast and, per column, which of them it rejects, as
+    text that did not fit the batch's type (`text`) or as a value the silver type cannot hold (`cast`)."""
+
+    rows: pa.Table
     text: dict[str, list[bool]]
     cast: dict[str, list[bool]]
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A change set with its values cast to the silver types, and the changes left out, chunk by chunk (an
+    iterator: read it once, each chunk computed when it is reached)."""
+
+    kept: ChangeSet
+    rejected: Iterator[Rejected]
 
 
 class ChangeSet(Protocol):
@@ -219,12 +231,11 @@ class ArrowChangeSet:
                 masks[name] = pc.and_(mask, is_upsert) if name not in key else mask
                 rejected = pc.or_(rejected, masks[name])
         if not pc.any(rejected).as_py():
-            return Fitted(ArrowChangeSet(change_set), original.slice(0, 0), {}, {})
-        flags = [
-            {name: mask.filter(rejected).to_pylist() for name, mask in m.items()} for m in (text_unfit, cast_unfit)
-        ]
+            return Fitted(ArrowChangeSet(change_set), iter(()))
+        rows = original.filter(rejected)
+        flags = [{name: mask.filter(rejected) for name, mask in m.items()} for m in (text_unfit, cast_unfit)]
         kept = ArrowChangeSet(change_set.filter(pc.invert(rejected)))
-        return Fitted(kept, original.filter(rejected), flags[0], flags[1])
+        return Fitted(kept, _arrow_chunks(rows, *flags))
 
     def without_stale_upserts(self, engine: TableEngine, tombstones_uri: str, key: Sequence[str]) -> ArrowChangeSet:
         change_set = self.table
@@ -285,6 +296,17 @@ class ArrowChangeSet:
 
     def release(self) -> None:
         pass
+
+
+def _arrow_chunks(rows: pa.Table, text: dict[str, pa.Array], cast: dict[str, pa.Array]) -> Iterator[Rejected]:
+    """Rejected changes and their flags, `REJECTED_CHUNK_ROWS` at a time."""
+    for start in range(0, rows.num_rows, REJECTED_CHUNK_ROWS):
+        window = slice(start, start + REJECTED_CHUNK_ROWS)
+        yield Rejected(
+            rows.slice(start, REJECTED_CHUNK_ROWS),
+            {name: flags[window].to_pylist() for name, flags in text.items()},
+            {name: flags[window].to_pylist() for name, flags in cast.items()},
+        )
 
 
 def _unfit_text(change_set: pa.Table) -> dict[str, pa.Array]:
@@ -425,17 +447,15 @@ class SparkChangeSet:
             labels.append((flag, "cast", name))
         kept_columns = [casted[c].alias(c) if c in casted else _col(c) for c in frame.columns if c != E.UNFIT]
         if not flags:
-            return Fitted(SparkChangeSet(frame.select(*kept_columns)), _empty(frame), {}, {})
+            return Fitted(SparkChangeSet(frame.select(*kept_columns)), iter(()))
         flagged = frame.select(*[_col(c) for c in frame.columns], *[f.alias(n) for n, f in flags.items()])
         rejected = reduce(operator.or_, [F.col(n) for n in flags])
-        rows = flagged.where(rejected).toArrow()  # the rejected changes: few (values no type holds)
-        if not rows.num_rows:
-            return Fitted(SparkChangeSet(frame.select(*kept_columns)), _empty(frame), {}, {})
-        found: dict[str, dict[str, list[bool]]] = {"text": {}, "cast": {}}
-        for flag, kind, name in labels:
-            found[kind][name] = rows[flag].to_pylist()
+        count = flagged.where(rejected).count()
+        if not count:
+            return Fitted(SparkChangeSet(frame.select(*kept_columns)), iter(()))
         kept = SparkChangeSet(flagged.where(~rejected).select(*kept_columns))
-        return Fitted(kept, rows.drop_columns(list(flags)), found["text"], found["cast"])
+        spread = [_col(c) for c in (*key, E.SEQ, E.SEQ2, E.SOURCE_FILE, E.SOURCE_LINE) if c in frame.columns]
+        return Fitted(kept, _spark_chunks(flagged.where(rejected), count, spread, labels))
 
     def without_stale_upserts(self, engine: TableEngine, tombstones_uri: str, key: Sequence[str]) -> SparkChangeSet:
         """A left join with the tombstones (one per key), the comparison being the Delta engine's `newer`: a
@@ -498,6 +518,31 @@ class SparkChangeSet:
             self.frame.unpersist()
 
 
+def _spark_chunks(
+    rejected: DataFrame, count: int, spread: list[Column], labels: list[tuple[str, str, str]]
+) -> Iterator[Rejected]:
+    """The `count` rejected changes (with their flag columns, `labels`: flag, text|cast, column name) as Arrow
+    chunks of about `REJECTED_CHUNK_ROWS`: the changes are spread over the chunks by a hash of `spread` (key and
+    origin), and computed once for all chunks when there is more than one."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    chunks = -(-count // REJECTED_CHUNK_ROWS)
+    if chunks > 1:
+        rejected = rejected.persist(StorageLevel.MEMORY_AND_DISK)
+    bucket = F.pmod(F.xxhash64(*spread), F.lit(chunks))
+    try:
+        for chunk in range(chunks):
+            rows = (rejected.where(bucket == chunk) if chunks > 1 else rejected).toArrow()
+            found: dict[str, dict[str, list[bool]]] = {"text": {}, "cast": {}}
+            for flag, kind, name in labels:
+                found[kind][name] = rows[flag].to_pylist()
+            yield Rejected(rows.drop_columns([flag for flag, _, _ in labels]), found["text"], found["cast"])
+    finally:
+        if chunks > 1:
+            rejected.unpersist()
+
+
 def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
@@ -516,9 +561,3 @@ def _sql(predicate: Predicate) -> str:
     from lakeloader.engine.deltaspark import predicate_sql
 
     return predicate_sql(predicate)
-
-
-def _empty(frame: DataFrame) -> pa.Table:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(frame.schema, timestamp_utc=True).empty_table()

@@ -17,13 +17,14 @@ Before the merge, the change set is fitted to the table's columns (`_fit_types`)
 the silver type cannot hold is widened (`lakeloader.apply.ddl.widening.widest`: int -> bigint, float -> double, a
 larger decimal, ...) by rewriting the table, and reported as a schema change; where no type holds both, the
 values are cast to the silver type and a change whose value does not survive exactly is rejected with the
-reason (quarantined by the caller) instead of failing the merge.
+reason (handed to the caller's quarantine, a bounded chunk at a time) instead of failing the merge.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -88,7 +89,7 @@ class ApplyResult:
     deletes_without_effect: int  # deletes of a key that is absent, or whose row is as new or newer
     version: int
     schema_changes: tuple[SchemaChange, ...] = ()
-    rejections: tuple[Rejection, ...] = field(default=(), repr=False)
+    rejected: int = 0  # changes left out, each handed to the quarantine with its reason
 
 
 def recorded_key(engine: TableEngine, uri: str) -> list[str] | None:
@@ -106,19 +107,28 @@ def apply_change_set(
     loaded_at: datetime,
     retention: timedelta,
     add_columns: bool = True,
+    quarantine: Callable[[tuple[Rejection, ...]], None] | None = None,
 ) -> ApplyResult:
     """Drop what is older than the table's truncation mark or a tombstone, merge, then record the
     batch's deletes as tombstones and forget tombstones past their retention.
 
     New columns in the change set are added to the table when `add_columns`, else left out; columns are
-    widened or values rejected as `_fit_types` says (both reported in the result). The change set is executed
-    where the engine merges it (`lakeloader.apply.change_set`: Arrow in the driver, or a Spark frame)."""
+    widened or values rejected as `_fit_types` says (both reported in the result): the rejected changes go to
+    `quarantine` chunk by chunk, before the merge (without one, a rejection is an error: nothing is dropped
+    silently). The change set is executed where the engine merges it (`lakeloader.apply.change_set`: Arrow in
+    the driver, or a Spark frame)."""
     if isinstance(change_set, pa.Table):
         change_set = ArrowChangeSet(change_set)
     change_set = _ensure_table(engine, table, change_set, add_columns)
     change_set, changes, rejections = _fit_types(engine, table, change_set)
+    rejected = 0
+    for chunk in rejections:
+        if quarantine is None:
+            raise ValueError(f"{table.uri}: {len(chunk)} changes rejected ({chunk[0].reason}) and no quarantine")
+        quarantine(chunk)
+        rejected += len(chunk)
     result = _apply(engine, table, change_set, loaded_at, retention)
-    return replace(result, schema_changes=changes, rejections=rejections)
+    return replace(result, schema_changes=changes, rejected=rejected)
 
 
 def _apply(
@@ -212,12 +222,12 @@ def widen_columns(engine: TableEngine, table: SilverTable, types: dict[str, str]
 
 def _fit_types(
     engine: TableEngine, table: SilverTable, change_set: ChangeSet
-) -> tuple[ChangeSet, tuple[SchemaChange, ...], tuple[Rejection, ...]]:
+) -> tuple[ChangeSet, tuple[SchemaChange, ...], Iterator[tuple[Rejection, ...]]]:
     """The change set with every column of the table's type: a silver column that cannot hold the batch's type
     is widened to the narrowest type holding both (`widest`); otherwise the batch's values are cast to the
     silver type, and a change whose value (a key value, or any value of an upsert) does not survive the cast
     exactly, or whose canonical text did not fit the batch's own type (`E.UNFIT`), is left out as a
-    `Rejection`. A delete keeps its key and loses only values it does not need."""
+    `Rejection` (yielded a chunk at a time). A delete keeps its key and loses only values it does not need."""
     existing = engine.schema(table.uri)
     old_types = {f.name: spark_type_of_arrow(f.type) for f in existing}
     schema = change_set.schema
@@ -235,19 +245,22 @@ def _fit_types(
     batch_types = {f.name: spark_type_of_arrow(f.type) for f in schema}
     casts = {t.name: t.type for t in existing if t.name in schema.names and schema.field(t.name).type != t.type}
     fitted = change_set.fitted(casts, table.key)
-    if not fitted.rejected.num_rows:
-        return fitted.kept, changes, ()
     silver_types = {f.name: spark_type_of_arrow(f.type) for f in existing}
-    reasons = {
-        name: f"column {name}: its text is not a {batch_types.get(name)} value as declared" for name in fitted.text
-    }
-    reasons |= {
-        name: f"column {name}: a {batch_types[name]} value that the silver column's {silver_types[name]} cannot "
-        "hold, and no type holds both exactly"
-        for name in fitted.cast
-    }
-    flagged = fitted.text | fitted.cast
-    return fitted.kept, changes, _rejections(fitted.rejected, flagged, reasons)
+
+    def rejections() -> Iterator[tuple[Rejection, ...]]:
+        for chunk in fitted.rejected:
+            reasons = {
+                name: f"column {name}: its text is not a {batch_types.get(name)} value as declared"
+                for name in chunk.text
+            }
+            reasons |= {
+                name: f"column {name}: a {batch_types[name]} value that the silver column's {silver_types[name]} "
+                "cannot hold, and no type holds both exactly"
+                for name in chunk.cast
+            }
+            yield _rejections(chunk.rows, chunk.text | chunk.cast, reasons)
+
+    return fitted.kept, changes, rejections()
 
 
 def _schema_change(change_set: ChangeSet, column: str, old: str, new: str) -> SchemaChange:

@@ -54,6 +54,7 @@ from lakeloader.apply.ddl.widening import widest
 from lakeloader.apply.key_actions import POSITION, TableShape, change_counts, key_actions, table_shapes, with_order
 from lakeloader.apply.multiset import multiset_actions
 from lakeloader.apply.silver import (
+    Rejection,
     SchemaChange,
     SilverTable,
     apply_change_set,
@@ -224,7 +225,7 @@ def apply_changes(
         actions = counted if actions is None else actions.unionByName(counted)
     if actions is not None:
         actions = actions.persist(StorageLevel.MEMORY_AND_DISK)
-    writer = _Batch(engine, lake, source, commit_info, loaded_at, actions, recluster, multisets)
+    writer = _Batch(engine, lake, source, commit_info, loaded_at, actions, recluster, multisets, batch)
     tables: dict[str, dict] = {}
     try:
         for db, table in sorted({(s.db, s.table) for s in shapes} | set(events_by_table) - held_ids):
@@ -244,15 +245,6 @@ def apply_changes(
         history_uri = lake.child(zones.schema_history_dir(source.name))
         recorded = [e for e in events if e.status] + writer.widenings
         record_history(engine, history_uri, recorded, batch, loaded_at, commit_info)
-        quarantine_rejections(
-            engine,
-            lake.child(zones.apply_quarantine_dir(source.name)),
-            source.name,
-            writer.rejected,
-            batch,
-            loaded_at,
-            commit_info,
-        )
     for name, entry in held_back.items():
         entry["changes"] = counts_per_table.get((entry["db"], entry["table"]), (0, 0))[0]
         logging.getLogger(__name__).error(
@@ -264,8 +256,8 @@ def apply_changes(
         "ddl": {status: sum(e.status == status for e in events) for status in sorted({e.status for e in events})},
         "ddl_unsupported": [_unsupported(e) for e in events if e.unsupported],
         "schema_changes": [_schema_change(e) for e in writer.widenings],
-        "rejected_changes": len(writer.rejected),
-        "rejection_reasons": _counted(r["reason"] for r in writer.rejected),
+        "rejected_changes": sum(writer.rejection_reasons.values()),
+        "rejection_reasons": writer.rejection_reasons,
     }
 
 
@@ -300,13 +292,6 @@ def widening_event(location: D.TableLocation, changes: tuple[SchemaChange, ...],
         detail=f"{detail}: the data needs it (no DDL)",
         schema_version=version,
     )
-
-
-def _counted(reasons) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for reason in reasons:
-        counts[reason] = counts.get(reason, 0) + 1
-    return counts
 
 
 def _held_name(db: str, table: str) -> str:
@@ -372,14 +357,14 @@ def _unsupported(event: DdlEvent) -> dict:
 class _Batch:
     """Writes one batch, table by table: segments of changes interleaved with the table's DDL."""
 
-    def __init__(self, engine, lake, source, commit_info, loaded_at, actions, recluster, multisets) -> None:
-        self.engine, self.lake, self.source = engine, lake, source
+    def __init__(self, engine, lake, source, commit_info, loaded_at, actions, recluster, multisets, batch) -> None:
+        self.engine, self.lake, self.source, self.batch = engine, lake, source, batch
         self.commit_info, self.loaded_at, self.actions = commit_info, loaded_at, actions
         self.multisets: _Multisets = multisets
         self.retention = timedelta(hours=source.tombstone_retention_hours)
         self.recluster = recluster
         self.widenings: list[DdlEvent] = []  # columns widened for the data, recorded like DDL in the schema history
-        self.rejected: list[dict] = []  # changes no column type could hold, for the apply quarantine
+        self.rejection_reasons: dict[str, int] = {}  # changes no column type could hold, quarantined, by reason
         self.file_size = source.silver_file_size_mb * 2**20
 
     def apply_table(self, db: str, table: str, shapes: dict[int, TableShape], events: list[DdlEvent]) -> dict:
@@ -441,15 +426,25 @@ class _Batch:
         change_set = staged(self.engine, typed_change_set(actions, shape, self.loaded_at))
         change_set = self._as_of_schema(table.uri, shape, actions, change_set)
         add_columns = self.source.auto_add_columns
-        result = apply_change_set(self.engine, table, change_set, self.loaded_at, self.retention, add_columns)
+        quarantine = partial(self._quarantine, location)
+        result = apply_change_set(
+            self.engine, table, change_set, self.loaded_at, self.retention, add_columns, quarantine
+        )
         version = self.engine.version(table.uri)
         if result.schema_changes:
             self.widenings.append(widening_event(location, result.schema_changes, version))
-        self.rejected += [{"db": location.db, "table": location.table, **asdict(r)} for r in result.rejections]
-        counts = {k: v for k, v in asdict(result).items() if k not in ("version", "schema_changes", "rejections")}
-        if result.schema_changes or result.rejections:
-            counts |= {"widened_columns": len(result.schema_changes), "rejected": len(result.rejections)}
+        counts = {k: v for k, v in asdict(result).items() if k not in ("version", "schema_changes", "rejected")}
+        if result.schema_changes or result.rejected:
+            counts |= {"widened_columns": len(result.schema_changes), "rejected": result.rejected}
         return {"actions": change_set.count(), **counts}
+
+    def _quarantine(self, location: D.TableLocation, rejections: tuple[Rejection, ...]) -> None:
+        """Keep rejected changes of one table in the apply quarantine as they are found, and count their reasons."""
+        rows = [{"db": location.db, "table": location.table, **asdict(r)} for r in rejections]
+        uri = self.lake.child(zones.apply_quarantine_dir(self.source.name))
+        quarantine_rejections(self.engine, uri, self.source.name, rows, self.batch, self.loaded_at, self.commit_info)
+        for rejection in rejections:
+            self.rejection_reasons[rejection.reason] = self.rejection_reasons.get(rejection.reason, 0) + 1
 
     def _as_of_schema(self, uri: str, shape: TableShape, actions: DataFrame, change_set: ChangeSet) -> ChangeSet:
         """A change older than the table's last DDL is read against the schema as it was then: a column the
