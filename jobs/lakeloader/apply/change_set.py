@@ -322,6 +322,38 @@ def _unfit_text(change_set: pa.Table) -> dict[str, pa.Array]:
     }
 
 
+_DATE = "[0-9]{4}-[0-9]{2}-[0-9]{2}"  # a date
+_CLOCK = "[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\\.[0-9]{1,6})?"  # a time of day, to the microsecond
+
+
+def text_form(target: pa.DataType) -> str | None:
+    """The text that may be cast to `target` (a regular expression, whole text), or None for any text.
+
+    Arrow and Spark each read more than the plain forms, differently: Spark trims spaces and line ends, reads
+    't' and 'yes' as true, a timestamp as its date, a time of day as today's, and rounds a decimal's extra digits;
+    Arrow reads '0x10' as 16. Text outside these forms is rejected by both executions, so a table's rows do not
+    depend on its engine. The expressions mean the same in Java's and RE2's syntax."""
+    if pa.types.is_integer(target):
+        return "-?[0-9]+"
+    if pa.types.is_decimal(target):  # plain notation, no more significant decimals than the scale
+        return f"[-+]?[0-9]+(?:\\.[0-9]{{0,{target.scale}}}0*)?"
+    if pa.types.is_floating(target):
+        return "[-+]?(?:[0-9]+\\.?[0-9]*|\\.[0-9]+)(?:[eE][-+]?[0-9]+)?|NaN|[-+]?Infinity"
+    if pa.types.is_boolean(target):
+        return "(?i:true|false)|[01]"
+    if pa.types.is_date(target):
+        return _DATE
+    if pa.types.is_timestamp(target) and target.tz is not None:  # an instant names its offset
+        return f"{_DATE}[T ]{_CLOCK}(?:Z|[-+][0-9]{{2}}(?::?[0-9]{{2}})?)"
+    if pa.types.is_timestamp(target):
+        return f"{_DATE}(?:[T ]{_CLOCK})?"
+    return None
+
+
+def _whole(form: str) -> str:
+    return f"\\A(?:{form})\\z"
+
+
 def exact_cast(values: pa.Array, target: pa.DataType) -> tuple[pa.Array, pa.Array]:
     """`values` cast to `target`, and which of them survive exactly (NULL does); one that does not is NULL in
     the cast. Arrow's safe cast refuses every loss but a float's rounding and a number's truth value (2 ->
@@ -333,6 +365,8 @@ def exact_cast(values: pa.Array, target: pa.DataType) -> tuple[pa.Array, pa.Arra
         cast = pa.array([_cast_one(v, target) for v in values], target)
     fits = pc.or_(pc.is_null(values), pc.is_valid(cast))
     textual = pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
+    if textual and (form := text_form(target)) is not None:
+        fits = pc.and_(fits, pc.fill_null(pc.match_substring_regex(values, _whole(form)), True))
     if (pa.types.is_floating(target) or pa.types.is_boolean(target)) and not textual:
         back = pc.cast(cast, values.type, safe=False)
         fits = pc.and_(fits, pc.fill_null(pc.equal(back, values), True))
@@ -440,6 +474,8 @@ class SparkChangeSet:
             cast = source.try_cast(spark_type(target))
             textual = _type(frame, name) == "string"
             exact = cast.isNotNull() if textual else cast.try_cast(_type(frame, name)).eqNullSafe(source)
+            if textual and (form := text_form(target)) is not None:
+                exact = exact & source.rlike(_whole(form))
             fits = source.isNull() | F.coalesce(exact, F.lit(False))
             casted[name] = F.when(fits, cast)
             flag = f"_cdc_flag_{len(labels)}"
