@@ -185,6 +185,20 @@ def test_an_int_column_widens_to_bigint_when_values_outgrow_it(spark, tmp_path):
     ]  # two rows of one message, kept once each although the hour ran twice
 
 
+def test_a_text_column_takes_a_typed_value_as_the_source_wrote_it(spark, tmp_path):
+    """A column the silver table holds as text, declared as a number by a later message, takes the value's own
+    text (not '7.5' and '1000.0', an engine's rendering of the number)."""
+    config = source_for("canal_json", tmp_path)
+    write_export(config, "t/0005.json", [canal("INSERT", [{"id": "1", "v": "abc"}], {"id": "int", "v": "text"}, T0)])
+    later = canal("INSERT", [{"id": "2", "v": "7.50"}, {"id": "3", "v": "1e3"}], {"id": "int", "v": "double"}, T0 + 1)
+    write_export(config, "t/0006.json", [later], H6)
+
+    run(spark, config, [H5, H6])
+
+    assert silver_schema(config, "shop", "t") == {"id": "int32", "v": "string"}
+    assert silver_rows(config, "shop", "t") == [{"id": 1, "v": "abc"}, {"id": 2, "v": "7.50"}, {"id": 3, "v": "1e3"}]
+
+
 def test_modify_widens_a_tinyint_column_through_smallint_and_int(tmp_path):
     """MODIFY on a tinyint column (13.2): each widening is performed by rewriting the table, values and the
     table's properties kept; a narrowing still goes to the DDL policy."""

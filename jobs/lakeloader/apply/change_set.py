@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeloader.apply import multiset
+from lakeloader.apply.ddl.widening import MAX_DECIMAL_PRECISION
 from lakeloader.engine import base as E
 from lakeloader.engine.base import MergeResult, Predicate, TableEngine
 
@@ -356,26 +357,49 @@ def _whole(form: str) -> str:
 
 def exact_cast(values: pa.Array, target: pa.DataType) -> tuple[pa.Array, pa.Array]:
     """`values` cast to `target`, and which of them survive exactly (NULL does); one that does not is NULL in
-    the cast. Arrow's safe cast refuses every loss but a float's rounding and a number's truth value (2 ->
-    true), checked by casting back; the value-by-value fallback only runs for an array holding a value that
-    does not fit."""
-    try:
-        cast = pc.cast(values, target, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        cast = pa.array([_cast_one(v, target) for v in values], target)
-    fits = pc.or_(pc.is_null(values), pc.is_valid(cast))
+    the cast. Text survives when it is in one of `text_form`'s forms and casts; any other value when it casts
+    back to itself (NaN to NaN), as Spark's execution decides: Arrow's own checks let a float's or a decimal's
+    rounding, a timestamp's truncation to a date and a number's truth value (2 -> true) through, and refuse
+    exact ones (2**40 as a float). The value-by-value fallback only runs for an array Arrow cannot cast whole."""
     textual = pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
-    if textual and (form := text_form(target)) is not None:
-        fits = pc.and_(fits, pc.fill_null(pc.match_substring_regex(values, _whole(form)), True))
-    if (pa.types.is_floating(target) or pa.types.is_boolean(target)) and not textual:
-        back = pc.cast(cast, values.type, safe=False)
-        fits = pc.and_(fits, pc.fill_null(pc.equal(back, values), True))
+    cast = _cast(values, target, safe=textual or not pa.types.is_floating(target))  # checked, but for floats
+    if textual:
+        form = text_form(target)
+        exact = pc.match_substring_regex(values, _whole(form)) if form is not None else pc.is_valid(values)
+    else:
+        back = _cast(cast, values.type, safe=False)
+        exact = pc.equal(back, values)
+        if pa.types.is_floating(values.type):
+            exact = pc.or_(exact, pc.and_(pc.is_nan(back), pc.is_nan(values)))
+    fits = pc.or_(pc.is_null(values), pc.and_(pc.is_valid(cast), pc.fill_null(exact, False)))
     return pc.if_else(fits, cast, pa.scalar(None, target)), fits
 
 
-def _cast_one(value: pa.Scalar, target: pa.DataType) -> object:
+def _cast(values: pa.Array, target: pa.DataType, safe: bool) -> pa.Array:
+    """`values` cast to `target`: all at once, else value by value (NULL where a value does not cast). Detours
+    where Arrow's own cast falls short: a decimal becomes a float through its text (Arrow's conversion is not
+    correctly rounded: 0.10 -> 0.099999994); a number becomes a decimal of a smaller precision than its type
+    needs through the widest decimal of that scale (Arrow refuses the precision outright); a boolean and a
+    decimal, which Arrow does not cast into each other, go through an integer. A cast to a decimal is always
+    checked: unchecked, Arrow keeps a value beyond the precision."""
+    safe = safe or pa.types.is_decimal(target)
+    source = values.type
+    if pa.types.is_decimal(source) and pa.types.is_floating(target):
+        return _cast(pc.cast(values, pa.string()), target, safe)
+    if any(pa.types.is_boolean(a) and pa.types.is_decimal(b) for a, b in ((source, target), (target, source))):
+        return _cast(_cast(values, pa.int64(), safe), target, safe)
+    numeric = pa.types.is_integer(source) or pa.types.is_decimal(source)
+    if numeric and pa.types.is_decimal(target) and target.precision < MAX_DECIMAL_PRECISION:
+        values = _cast(values, pa.decimal128(MAX_DECIMAL_PRECISION, target.scale), safe)
     try:
-        return value.cast(target, safe=True).as_py()
+        return pc.cast(values, target, safe=safe)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return pa.array([_cast_one(v, target, safe) for v in values], target)
+
+
+def _cast_one(value: pa.Scalar, target: pa.DataType, safe: bool) -> object:
+    try:
+        return value.cast(target, safe=safe).as_py()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
 
@@ -476,6 +500,8 @@ class SparkChangeSet:
             exact = cast.isNotNull() if textual else cast.try_cast(_type(frame, name)).eqNullSafe(source)
             if textual and (form := text_form(target)) is not None:
                 exact = exact & source.rlike(_whole(form))
+            if _type(frame, name) == "binary" and pa.types.is_string(target):  # Spark does not check the bytes
+                exact = exact & F.is_valid_utf8(cast)
             fits = source.isNull() | F.coalesce(exact, F.lit(False))
             casted[name] = F.when(fits, cast)
             flag = f"_cdc_flag_{len(labels)}"

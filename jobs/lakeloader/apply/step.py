@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -87,9 +87,12 @@ def read_change_log(spark: SparkSession, lake: Store, source: str) -> DataFrame:
     return changes.select(*C.CHANGE_SCHEMA.names)
 
 
-def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime) -> DataFrame:
+def typed_change_set(
+    actions: DataFrame, shape: TableShape, loaded_at: datetime, as_text: Collection[str] = ()
+) -> DataFrame:
     """One table segment's actions with its columns typed from canonical text, the _cdc_* metadata, and
-    the staging columns the writer needs (action, rank, partial, present columns)."""
+    the staging columns the writer needs (action, rank, partial, present columns). A column of `as_text` keeps
+    its canonical text (checked against its type all the same)."""
 
     def typed(name: str, spark_type: str) -> Column:
         text = F.element_at("image", F.lit(name))
@@ -102,8 +105,12 @@ def typed_change_set(actions: DataFrame, shape: TableShape, loaded_at: datetime)
 
     selected = (F.col("db") == shape.db) & (F.col("table") == shape.table) & (F.col("segment") == shape.segment)
     unfit_columns = F.filter(F.array(*[unfit(n, t) for n, t in shape.columns], F.lit(None)), lambda c: c.isNotNull())
+
+    def value(name: str, spark_type: str) -> Column:
+        return F.element_at("image", F.lit(name)) if name in as_text else typed(name, spark_type)
+
     return actions.where(selected).select(
-        *[typed(name, spark_type).alias(name) for name, spark_type in shape.columns],
+        *[value(name, spark_type).alias(name) for name, spark_type in shape.columns],
         F.col("seq").alias(E.SEQ),
         F.col("seq2").alias(E.SEQ2),
         F.col("op").alias(E.OP),
@@ -423,7 +430,8 @@ class _Batch:
             self.commit_info,
             self.file_size,
         )
-        change_set = staged(self.engine, typed_change_set(actions, shape, self.loaded_at))
+        as_text = self._held_as_text(table.uri, shape)
+        change_set = staged(self.engine, typed_change_set(actions, shape, self.loaded_at, as_text))
         change_set = self._as_of_schema(table.uri, shape, actions, change_set)
         add_columns = self.source.auto_add_columns
         quarantine = partial(self._quarantine, location)
@@ -445,6 +453,15 @@ class _Batch:
         quarantine_rejections(self.engine, uri, self.source.name, rows, self.batch, self.loaded_at, self.commit_info)
         for rejection in rejections:
             self.rejection_reasons[rejection.reason] = self.rejection_reasons.get(rejection.reason, 0) + 1
+
+    def _held_as_text(self, uri: str, shape: TableShape) -> set[str]:
+        """The columns the table holds as text that the batch declares of another type (binary aside): they take
+        the changes' canonical text, the value as the source wrote it, rather than an engine's rendering of it
+        (Arrow writes 7.0 as '7', Spark an instant without its 'Z')."""
+        if not self.engine.exists(uri):
+            return set()
+        text = {f.name for f in self.engine.schema(uri) if spark_type_of_arrow(f.type) == "string"}
+        return {name for name, spark_type in shape.columns if name in text and spark_type not in ("string", "binary")}
 
     def _as_of_schema(self, uri: str, shape: TableShape, actions: DataFrame, change_set: ChangeSet) -> ChangeSet:
         """A change older than the table's last DDL is read against the schema as it was then: a column the
