@@ -116,6 +116,17 @@ def test_rejected_changes_reach_the_driver_in_chunks_that_hold_each_rejected_cha
     assert results[0][101] == ["n", "v"] and results[0][102] == ["n"] and results[0][2**40] == ["id"]
 
 
+def upserts_of(values: list, value_type: pa.DataType) -> pa.Table:
+    """One upsert per value, in column `v` of `value_type`, keyed by its index `k`."""
+    metadata = [f for f in SCHEMA if f.name in (E.SEQ, E.SEQ2, E.SOURCE_FILE, E.SOURCE_LINE, E.POSITION, E.ACTION)]
+    rows = [
+        {"v": value, E.SEQ: Decimal(i), E.SEQ2: Decimal(0), E.SOURCE_FILE: "f", E.SOURCE_LINE: i, E.POSITION: None,
+         E.ACTION: "upsert", "k": i}
+        for i, value in enumerate(values)
+    ]  # fmt: skip
+    return pa.Table.from_pylist(rows, pa.schema([("v", value_type), *metadata, ("k", pa.int64())]))
+
+
 TEXTS = [
     "7", " 7", "7\n", "+7", "0x10", "7.50", "7.555", "1e-50", "1E+3", "NaN", "inf", "yes", "True", "0",
     "2026-01-01", "2026-1-1", "2026-01-01 00:00:00", "2026-01-01T00:00:00Z", "2026-01-01 00:00:00.1234567",
@@ -136,13 +147,7 @@ def test_both_executions_cast_text_in_its_plain_forms_only(spark):
     """Spark and Arrow each read more than the plain forms, differently (Spark trims, reads 'yes' as true and
     rounds decimals; Arrow reads hexadecimal): both keep exactly the plain forms, so rows do not depend on the
     engine."""
-    metadata = [f for f in SCHEMA if f.name in (E.SEQ, E.SEQ2, E.SOURCE_FILE, E.SOURCE_LINE, E.POSITION, E.ACTION)]
-    rows = [
-        {"v": text, E.SEQ: Decimal(i), E.SEQ2: Decimal(0), E.SOURCE_FILE: "f", E.SOURCE_LINE: i, E.POSITION: None,
-         E.ACTION: "upsert", "k": i}
-        for i, text in enumerate(TEXTS)
-    ]  # fmt: skip
-    table = pa.Table.from_pylist(rows, pa.schema([("v", pa.string()), *metadata, ("k", pa.int64())]))
+    table = upserts_of(TEXTS, pa.string())
     for name, (target, accepted) in TEXT_TARGETS.items():
         results = [
             rows_of(execution.fitted({"v": target}, ["k"]).kept, ["k"])
@@ -178,13 +183,7 @@ def test_both_executions_keep_a_typed_value_only_when_it_casts_back_to_itself(sp
     decides: Arrow's own checks round a float into a decimal and truncate an instant to its date, and refuse
     exact values (2**40 as a float, 7 as a decimal(5,2)); both executions keep the same values."""
     for source, values, target, expected in TYPED_CASTS:
-        rows = [
-            {"v": value, E.SEQ: Decimal(i), E.SEQ2: Decimal(0), E.SOURCE_FILE: "f", E.SOURCE_LINE: i,
-             E.POSITION: None, E.ACTION: "upsert", "k": i}
-            for i, value in enumerate(values)
-        ]  # fmt: skip
-        metadata = [f for f in SCHEMA if f.name in (E.SEQ, E.SEQ2, E.SOURCE_FILE, E.SOURCE_LINE, E.POSITION, E.ACTION)]
-        table = pa.Table.from_pylist(rows, pa.schema([("v", source), *metadata, ("k", pa.int64())]))
+        table = upserts_of(values, source)
         results = []
         for execution in (ArrowChangeSet(table), SparkChangeSet(spark.createDataFrame(table))):
             kept = dict(rows_of(execution.fitted({"v": target}, ["k"]).kept, ["k", "v"]))
