@@ -220,10 +220,10 @@ def airflow_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def spark():
     """A local[2] SparkSession configured as the jobs configure theirs."""
-    from lakeloader.spark import LONG_SESSION, spark_session
+    from lakeloader.spark import spark_session
 
     os.environ.setdefault("SPARK_CONF_DIR", str(REPO_ROOT / "config" / "spark"))  # as bin/with-airflow sets it
-    session = spark_session("lakeloader-tests", master="local[2]", conf=LONG_SESSION)
+    session = spark_session("lakeloader-tests", master="local[2]")
     yield session
     session.stop()
     # py4j logs "Closing down clientserver connection" from __del__ at exit, after pytest closed its streams

@@ -17,12 +17,12 @@ from lakeloader.cli.local_runner import run_hours
 from lakeloader.core import zones
 from lakeloader.core.config import load_source
 from lakeloader.core.spark_conf import session_conf
-from lakeloader.spark import LONG_SESSION, spark_session
+from lakeloader.spark import spark_session
 
 
 def main(config: str, name: str, workdir: str, hours: str, max_result_size: str | None = None) -> None:
     source = load_source(config, name)
-    conf = {**LONG_SESSION, **session_conf(source), "spark.sql.shuffle.partitions": "2", "spark.local.dir": workdir}
+    conf = {**session_conf(source), "spark.sql.shuffle.partitions": "2", "spark.local.dir": workdir}
     if max_result_size:
         conf["spark.driver.maxResultSize"] = max_result_size
     spark = spark_session("delta-spark-hours", master="local[2]", conf=conf)

@@ -139,9 +139,9 @@ def main(workdir: str, endpoint: str | None = None, bucket: str | None = None) -
     one. Prints {"local": record, "crossing": rows, "s3": record}."""
     from lakeloader.core.spark_conf import jars_conf, s3a_conf
     from lakeloader.engine.deltaspark import DeltaSparkEngine
-    from lakeloader.spark import LONG_SESSION, spark_session
+    from lakeloader.spark import spark_session
 
-    conf = {**LONG_SESSION, **jars_conf(), "spark.sql.shuffle.partitions": "1", "spark.local.dir": workdir}
+    conf = {**jars_conf(), "spark.sql.shuffle.partitions": "1", "spark.local.dir": workdir}
     conf |= s3a_conf(endpoint) if endpoint else {}
     spark = spark_session("engine-contract", master="local[1]", conf=conf)
     engine = DeltaSparkEngine(spark)

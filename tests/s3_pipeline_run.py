@@ -31,7 +31,7 @@ from lakeloader.core.config import valid_sources
 from lakeloader.core.spark_conf import extra_jars, s3a_conf, session_conf
 from lakeloader.core.storage import open_store
 from lakeloader.engine import reader_for
-from lakeloader.spark import LONG_SESSION, spark_session
+from lakeloader.spark import spark_session
 
 
 def main(config_path: str, batches_path: str) -> None:
@@ -40,7 +40,7 @@ def main(config_path: str, batches_path: str) -> None:
     bucket, _, prefix = source.export_uri.removeprefix("s3://").partition("/")
     s3 = boto3.client("s3", endpoint_url=source.s3_endpoint_url)
     conf = session_conf(source) or {"spark.jars": ",".join(extra_jars()), **s3a_conf(source.s3_endpoint_url)}
-    spark = spark_session("s3-pipeline", master="local[2]", conf=LONG_SESSION | conf)
+    spark = spark_session("s3-pipeline", master="local[2]", conf=conf)
     lake = open_store(source.lake_root, source.s3_endpoint_url)
     steps, hours, seconds = [], [], {}
     started = time.monotonic()

@@ -20,15 +20,8 @@ DEFAULTS = {
     # PySpark otherwise records the Python call site of every Column function in the JVM (five more py4j round
     # trips each) for error messages: about 40% of the time spent building a format's parse plan
     "spark.python.sql.dataFrameDebugging.enabled": "false",
-}
-
-# For a session that runs many hours in one process (the local runner, the tests): the full JIT (C2 as well as
-# C1) instead of config/spark's C1 only, which suits a one-step job, and room for the generated code of every
-# query an hour runs (Spark keeps 100 compiled classes; one hour's parse and apply need more, so each hour
-# compiled them again). A tiny hour's parse and apply, after the first: 7.0 s with config/spark's settings,
-# 4.6 s with these (2 cores). Both take effect only when the session's JVM starts.
-LONG_SESSION = {
-    "spark.driver.defaultJavaOptions": "-XX:+UseSerialGC",
+    # one hour's parse and apply generate more classes than Spark keeps compiled (100): a session that runs
+    # several hours (the local runner, the tests) compiled them again each hour (docs/performance.md)
     "spark.sql.codegen.cache.maxEntries": "2000",
 }
 

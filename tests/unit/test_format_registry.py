@@ -51,3 +51,9 @@ def test_binary_formats_are_not_json_and_settings_follow_what_messages_lack():
     assert FORMATS["datahub_tuple"].settings == ("db",)
     assert FORMATS["debezium_smt"].settings == ("topic_tables",)
     assert FORMATS["canal_json"].settings == ("canal_dts_legacy_images", "canal_binary_encoding")
+
+
+def test_partial_after_images_come_only_from_shareplex_also_through_auto():
+    """Apply folds a key's partial images only where the format may send them (`key_actions`); SharePlex sends
+    an update's changed columns only, and `auto` may recognise SharePlex messages."""
+    assert [name for name in FORMATS if registry.may_send_partial_images(name)] == ["shareplex_json", "auto"]

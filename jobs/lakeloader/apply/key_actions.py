@@ -29,6 +29,7 @@ BEFORE_HALF_RANK, DEFAULT_RANK = 0, 1
 POSITION = "position"
 ORDER = ("seq", "seq2", POSITION)
 _INDEX_DIGITS, _NUMBER_DIGITS = 10, 20
+KEY_TYPE = "array<string>"  # a key's values, in the key's column order, as canonical text
 
 
 def position(rank: Column | int = DEFAULT_RANK, by_sequence: Column | None = None) -> Column:
@@ -124,8 +125,10 @@ def table_shapes(data: DataFrame, key_overrides: dict[str, list[str]]) -> list[T
     """
     order = F.struct("seq", "seq2")
     group = ["db", "table", "segment"]
+    # a table's messages mostly repeat a few column lists: each distinct list is exploded once, not each row's
+    declared = data.groupBy(*group, "columns").agg(F.min(order).alias("order"))
     columns = (
-        data.select(*group, order.alias("order"), F.posexplode("columns").alias("pos", "column"))
+        declared.select(*group, "order", F.posexplode("columns").alias("pos", "column"))
         .groupBy(*group, F.col("column.name").alias("name"), F.col("column.type").alias("type"))
         .agg(F.min("order").alias("first"), F.min("pos").alias("pos"))
         .collect()
@@ -169,23 +172,25 @@ def _widest_types(rows: list) -> list[dict]:
     return joined
 
 
-def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
+def key_actions(data: DataFrame, shapes: list[TableShape], partial_images: bool = True) -> DataFrame:
     """One row per (db, table, segment, key): the deciding action, its (folded) image, whether partial.
 
-    `data` carries `position` (`with_order`). Columns: db, table, segment, key, op, seq, seq2, rank, event_time,
+    `data` carries `position` (`with_order`). `partial_images`: whether the batch may hold partial after-images
+    (`format_registry.may_send_partial_images`); without them the deciding action's image is the result, and
+    no key's history is gathered. Columns: db, table, segment, key, op, seq, seq2, rank, event_time,
     origin_file, origin_line, origin_index, position, _cdc_action, image, partial.
     """
     keys = {(s.db, s.table): s.key for s in shapes}  # one key per table, whatever its segments
-    key_columns = F.create_map(
-        *[
-            item
-            for (db, table), key in keys.items()
-            for item in (F.struct(F.lit(db).alias("db"), F.lit(table).alias("table")), F.array(*map(F.lit, key)))
-        ]
-    )[F.struct("db", "table")]
 
     def key_of(image: Column) -> Column:
-        return F.transform(key_columns, lambda k: F.element_at(image, k))
+        """The image's key values as the table's key names them (a CASE over the tables: compiled code, where a
+        lambda over a map of keys is interpreted); null for a table not in `shapes`."""
+        by_table = None
+        for (db, table), key in keys.items():
+            this = (F.col("db") == db) & (F.col("table") == table)
+            values = F.array(*[F.element_at(image, F.lit(k)) for k in key]).cast(KEY_TYPE)
+            by_table = F.when(this, values) if by_table is None else by_table.when(this, values)
+        return F.lit(None).cast(KEY_TYPE) if by_table is None else by_table
 
     def action(kind: str, image: str, rank: int, partial: Column) -> Column:
         return F.struct(
@@ -228,18 +233,24 @@ def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
         )
         .withColumn("key", key_of(F.col("image")))
     )
-    per_key = Window.partitionBy("db", "table", "segment", "key")
-    # copies of one message tie in ORDER: the first delivered is the one kept, whatever order Spark reads them in
-    in_order = per_key.orderBy(*ORDER, *[F.desc(c) for c in ("batch_hour", "origin_file", "origin_line")])
-    history = F.collect_list(F.struct(E.ACTION, "image", "partial")).over(
-        in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    # the newest action first; copies of one message tie in ORDER: the first delivered is the one kept, whatever
+    # order Spark reads them in
+    newest_first = Window.partitionBy("db", "table", "segment", "key").orderBy(
+        *[F.desc(c) for c in ORDER], "batch_hour", "origin_file", "origin_line"
     )
-    last = actions.withColumn("n", F.row_number().over(in_order)).withColumn("count", F.count("*").over(per_key))
-    last = last.withColumn("history", history).where("n = count").drop("n", "count")
-    folded = F.aggregate(
-        "history", F.struct(F.lit(None).cast(C.IMAGE_TYPE).alias("image"), F.lit(True).alias("partial")), _fold_step
-    )
-    return last.withColumn("folded", folded).select(
+    ranked = actions.withColumn("n", F.row_number().over(newest_first))
+    image, is_partial = F.col("image"), F.col("partial")
+    if partial_images:
+        history = F.collect_list(F.struct(E.ACTION, "image", "partial")).over(
+            newest_first.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+        )
+        ranked = ranked.withColumn("history", F.reverse(history))
+        folded = F.aggregate(
+            "history", F.struct(F.lit(None).cast(C.IMAGE_TYPE).alias("image"), F.lit(True).alias("partial")), _fold_step
+        )
+        image, is_partial = folded["image"], folded["partial"]
+    deleted = F.col(E.ACTION) == E.DELETE
+    return ranked.where("n = 1").select(
         "db",
         "table",
         "segment",
@@ -254,8 +265,8 @@ def key_actions(data: DataFrame, shapes: list[TableShape]) -> DataFrame:
         "origin_index",
         POSITION,
         E.ACTION,
-        F.when(F.col(E.ACTION) == E.DELETE, F.col("image")).otherwise(F.col("folded.image")).alias("image"),
-        F.when(F.col(E.ACTION) == E.DELETE, F.lit(False)).otherwise(F.col("folded.partial")).alias("partial"),
+        F.when(deleted, F.col("image")).otherwise(image).alias("image"),
+        F.when(deleted, F.lit(False)).otherwise(is_partial).alias("partial"),
     )
 
 

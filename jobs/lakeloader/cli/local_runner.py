@@ -64,9 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --to {args.last} is before --from {args.first}", file=sys.stderr)
         return 2
     from lakeloader.core.spark_conf import session_conf
-    from lakeloader.spark import LONG_SESSION, spark_session
+    from lakeloader.spark import spark_session
 
-    conf = LONG_SESSION | session_conf(source)  # one session for every hour of the range
+    conf = session_conf(source)  # one session for every hour of the range
     spark = spark_session(f"lakeloader-{source.name}-runner", master=args.master, conf=conf)
     try:
         run_hours(spark, source, zones.hour_range(first, last), progress=sys.stderr)

@@ -51,6 +51,7 @@ class Format:
     # the format's documents define the sequence as unique per record (an update's halves share it and differ by
     # op): the sequence identifies a message, also re-delivered in another file (docs/semantics.md)
     sequence_identifies: bool = False
+    partial_images: bool = False  # an update's after-image may hold only the columns it changed (folded in apply)
     options: tuple[str, ...] = ()  # optional settings only this format uses
     shapes: tuple[Shape, ...] = ()  # how `format: auto` recognises its messages (none: never recognised)
     recognises: bool = False  # `auto`: each message's format is recognised by the shapes; every setting applies
@@ -110,6 +111,7 @@ FORMATS: dict[str, Format] = {  # in the order the README and the configuration'
             "lakeloader.parse.formats.shareplex:parse",
             names_key=False,
             typed=False,
+            partial_images=True,
             shapes=(Shape(8, keys=("meta",)),),
         ),
         Format(
@@ -155,6 +157,13 @@ def names(where: Callable[[Format], bool] = lambda _: True) -> tuple[str, ...]:
 def shapes() -> list[tuple[str, Shape]]:
     """Every format's shapes with its name, in the order `format: auto` tries them."""
     return sorted(((f.name, s) for f in FORMATS.values() for s in f.shapes), key=lambda pair: pair[1].rank)
+
+
+def may_send_partial_images(name: str) -> bool:
+    """Whether a source of format `name` can deliver partial after-images: its own flag, or for `auto` any
+    format it recognises."""
+    fmt = FORMATS[name]
+    return fmt.partial_images or (fmt.recognises and any(f.partial_images for f in FORMATS.values() if f.shapes))
 
 
 def parser(name: str) -> Parser:
