@@ -24,7 +24,6 @@ from pyspark.sql import functions as F
 
 from lakeloader.apply.key_actions import key_actions, table_shapes, with_order
 from lakeloader.apply.step import read_bronze, run_apply, silver_uri, typed_change_set, with_segments
-from lakeloader.core.format_registry import may_send_partial_images
 from lakeloader.core.storage import Store, open_store, spark_path
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.land.step import land_hour
@@ -149,7 +148,7 @@ def order_and_collect(spark: SparkSession, probe: Probe, store: Store, hour: dat
     data = with_order(data, "dataworks_json")  # the bench source (workspace.py)
     with probe.phase(ORDER, changes) as record:
         shapes = table_shapes(data, {})
-        actions = key_actions(data, shapes, may_send_partial_images("dataworks_json"))
+        actions = key_actions(data, shapes, "dataworks_json")
         actions = actions.persist(StorageLevel.MEMORY_AND_DISK)
         record.details["actions"] = actions.count()
     try:

@@ -21,13 +21,12 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from lakeloader.apply.ddl.widening import widest
-from lakeloader.core.format_registry import FORMATS
+from lakeloader.core.format_registry import FORMATS, may_send_partial_images
 from lakeloader.engine import base as E
 from lakeloader.parse import canonical as C
 
 BEFORE_HALF_RANK, DEFAULT_RANK = 0, 1
 POSITION = "position"
-ORDER = ("seq", "seq2", POSITION)
 _INDEX_DIGITS, _NUMBER_DIGITS = 10, 20
 KEY_TYPE = "array<string>"  # a key's values, in the key's column order, as canonical text
 
@@ -53,6 +52,24 @@ def position(rank: Column | int = DEFAULT_RANK, by_sequence: Column | None = Non
     by_sequence = F.lit(False) if by_sequence is None else by_sequence
     exporter = F.when(offset.isNotNull(), by_offset).when(by_sequence, F.concat(F.lit("s"), index))
     return F.concat(rank.cast("string"), exporter.otherwise(by_file))
+
+
+def position_order(rank: Column, by_sequence: Column) -> Column:
+    """A struct that sorts exactly as `position(rank, by_sequence)` does, from the typed fields instead of their
+    text: sorting by it spares building the text of every change (only the kept ones get theirs). The fields an
+    exporter's order does not use are null for every change of that order, so they never decide."""
+    offset = F.col("origin_offset")
+    exporter = F.when(offset.isNotNull(), F.lit("o")).when(by_sequence, F.lit("s")).otherwise(F.lit("f"))
+    by_file = exporter == "f"
+    return F.struct(
+        rank.alias("rank"),
+        exporter.alias("exporter"),
+        offset.alias("offset"),
+        F.when(by_file, F.col("batch_hour")).alias("hour"),
+        F.when(by_file, F.col("origin_file")).alias("file"),
+        F.when(by_file, F.col("origin_line")).alias("line"),
+        F.col("origin_index").alias("index"),
+    )
 
 
 def message_identity(fmt: str) -> Column:
@@ -172,13 +189,14 @@ def _widest_types(rows: list) -> list[dict]:
     return joined
 
 
-def key_actions(data: DataFrame, shapes: list[TableShape], partial_images: bool = True) -> DataFrame:
+def key_actions(data: DataFrame, shapes: list[TableShape], fmt: str) -> DataFrame:
     """One row per (db, table, segment, key): the deciding action, its (folded) image, whether partial.
 
-    `data` carries `position` (`with_order`). `partial_images`: whether the batch may hold partial after-images
-    (`format_registry.may_send_partial_images`); without them the deciding action's image is the result, and
-    no key's history is gathered. Columns: db, table, segment, key, op, seq, seq2, rank, event_time,
-    origin_file, origin_line, origin_index, position, _cdc_action, image, partial.
+    `data` holds changes of format `fmt`, ordered by (seq, seq2, `position_order`), which sorts as their
+    `position`. Where the format may send partial after-images (`format_registry.may_send_partial_images`) a
+    key's history is folded; otherwise the deciding action's image is the result. Columns: db, table, segment,
+    key, op, seq, seq2, rank, event_time, origin_file, origin_line, origin_index, position, _cdc_action, image,
+    partial.
     """
     keys = {(s.db, s.table): s.key for s in shapes}  # one key per table, whatever its segments
 
@@ -224,7 +242,7 @@ def key_actions(data: DataFrame, shapes: list[TableShape], partial_images: bool 
             "origin_file",
             "origin_line",
             "origin_index",
-            POSITION,
+            "origin_offset",
             "batch_hour",
             F.col("a.action").alias(E.ACTION),
             F.col("a.image").alias("image"),
@@ -233,14 +251,19 @@ def key_actions(data: DataFrame, shapes: list[TableShape], partial_images: bool 
         )
         .withColumn("key", key_of(F.col("image")))
     )
-    # the newest action first; copies of one message tie in ORDER: the first delivered is the one kept, whatever
+    # the newest action first; copies of one message tie in that order: the first delivered is the one kept, whatever
     # order Spark reads them in
+    by_sequence = identified_by_sequence(fmt)
     newest_first = Window.partitionBy("db", "table", "segment", "key").orderBy(
-        *[F.desc(c) for c in ORDER], "batch_hour", "origin_file", "origin_line"
+        *[F.desc(c) for c in ("seq", "seq2")],
+        F.desc(position_order(F.col("rank"), by_sequence)),
+        "batch_hour",
+        "origin_file",
+        "origin_line",
     )
     ranked = actions.withColumn("n", F.row_number().over(newest_first))
     image, is_partial = F.col("image"), F.col("partial")
-    if partial_images:
+    if may_send_partial_images(fmt):
         history = F.collect_list(F.struct(E.ACTION, "image", "partial")).over(
             newest_first.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
         )
@@ -263,7 +286,7 @@ def key_actions(data: DataFrame, shapes: list[TableShape], partial_images: bool 
         "origin_file",
         "origin_line",
         "origin_index",
-        POSITION,
+        position(F.col("rank"), by_sequence).alias(POSITION),
         E.ACTION,
         F.when(deleted, F.col("image")).otherwise(image).alias("image"),
         F.when(deleted, F.lit(False)).otherwise(is_partial).alias("partial"),

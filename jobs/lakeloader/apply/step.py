@@ -65,7 +65,6 @@ from lakeloader.apply.silver import (
 from lakeloader.apply.table_identity import TableId, per_table, table_id, table_id_literal
 from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig
-from lakeloader.core.format_registry import may_send_partial_images
 from lakeloader.core.lake_index import record_names
 from lakeloader.core.lock import writes_source
 from lakeloader.core.storage import Store, open_store
@@ -222,7 +221,7 @@ def apply_changes(
     multisets = _Multisets(engine, lake, source, data, log, moves, identities)
     actions = None
     if keyed:
-        actions = key_actions(data.where(~_among(keyless)), keyed, may_send_partial_images(source.format))
+        actions = key_actions(data.where(~_among(keyless)), keyed, source.format)
     if counted_once:
         since, truncated = _truncations(engine, lake, source.name, counted_once, events_by_table)
         segments = {(s.db, s.table): s.segment for s in counted_once}
