@@ -43,28 +43,34 @@ def position(rank: Column | int = DEFAULT_RANK, by_sequence: Column | None = Non
     they hold."""
     rank = F.lit(rank) if isinstance(rank, int) else rank
     index = F.lpad(F.col("origin_index").cast("string"), _INDEX_DIGITS, "0")
-    offset = F.col("origin_offset")
-    by_offset = F.concat(F.lit("o"), F.lpad(offset.cast("string"), _NUMBER_DIGITS, "0"), F.lit("."), index)
+    offset = F.lpad(F.col("origin_offset").cast("string"), _NUMBER_DIGITS, "0")
     line = F.lpad(F.col("origin_line").cast("string"), _NUMBER_DIGITS, "0")
-    by_file = F.concat(
-        F.lit("f"), F.col("batch_hour"), F.lit("."), F.hex(F.col("origin_file")), F.lit("."), line, F.lit("."), index
+    exporter = _exporter(F.lit(False) if by_sequence is None else by_sequence)
+    place = (
+        F.when(exporter == "o", F.concat(offset, F.lit("."), index))
+        .when(exporter == "s", index)
+        .otherwise(
+            F.concat(F.col("batch_hour"), F.lit("."), F.hex(F.col("origin_file")), F.lit("."), line, F.lit("."), index)
+        )
     )
-    by_sequence = F.lit(False) if by_sequence is None else by_sequence
-    exporter = F.when(offset.isNotNull(), by_offset).when(by_sequence, F.concat(F.lit("s"), index))
-    return F.concat(rank.cast("string"), exporter.otherwise(by_file))
+    return F.concat(rank.cast("string"), exporter, place)
+
+
+def _exporter(by_sequence: Column) -> Column:
+    """Which exporter's order places a change (`position`): "o" by topic offset, "s" by sequence, "f" by file."""
+    return F.when(F.col("origin_offset").isNotNull(), F.lit("o")).when(by_sequence, F.lit("s")).otherwise(F.lit("f"))
 
 
 def position_order(rank: Column, by_sequence: Column) -> Column:
     """A struct that sorts exactly as `position(rank, by_sequence)` does, from the typed fields instead of their
     text: sorting by it spares building the text of every change (only the kept ones get theirs). The fields an
     exporter's order does not use are null for every change of that order, so they never decide."""
-    offset = F.col("origin_offset")
-    exporter = F.when(offset.isNotNull(), F.lit("o")).when(by_sequence, F.lit("s")).otherwise(F.lit("f"))
+    exporter = _exporter(by_sequence)
     by_file = exporter == "f"
     return F.struct(
         rank.alias("rank"),
         exporter.alias("exporter"),
-        offset.alias("offset"),
+        F.col("origin_offset").alias("offset"),
         F.when(by_file, F.col("batch_hour")).alias("hour"),
         F.when(by_file, F.col("origin_file")).alias("file"),
         F.when(by_file, F.col("origin_line")).alias("line"),
@@ -251,8 +257,8 @@ def key_actions(data: DataFrame, shapes: list[TableShape], fmt: str) -> DataFram
         )
         .withColumn("key", key_of(F.col("image")))
     )
-    # the newest action first; copies of one message tie in that order: the first delivered is the one kept, whatever
-    # order Spark reads them in
+    # the newest action first; copies of one message tie in that order: the first delivered is the one kept,
+    # whatever order Spark reads them in
     by_sequence = identified_by_sequence(fmt)
     newest_first = Window.partitionBy("db", "table", "segment", "key").orderBy(
         *[F.desc(c) for c in ("seq", "seq2")],
