@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import sqlglot
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from sqlglot import exp
 
@@ -167,6 +168,43 @@ def test_message_path_expression_agrees_with_the_python_mapping_on_every_declara
         assert (declaration, got["conv"], got["type"]) == (declaration, expected.conv, expected.spark_type)
         if unknown:
             assert (row["oms"]["conv"], row["oms"]["type"]) == (expected.conv, expected.spark_type)
+
+
+def test_declarations_resolved_once_per_batch_get_what_the_rules_give_and_later_ones_still_resolve(spark, monkeypatch):
+    """The table of a batch's first messages' declarations answers exactly as the rules, per message's tenant,
+    and a declaration first seen after the sample (or never in it) is resolved by the rules."""
+    monkeypatch.setattr(source_types, "SAMPLE_MESSAGES", 2)
+    declarations = [
+        *MYSQL,
+        *ORACLE,
+        *OMS,
+        "  decimal( 10 , 2 )  ",
+        "DATETIME\t(6)",
+        "no such type",
+        "int(\u0661\u0661)",  # Arabic-Indic digits
+    ]
+    messages = [
+        (["TINYINT(1)", "bigint unsigned", "DATE", None], False),  # sampled
+        (["TIMESTAMP", "FLOAT", "varchar(20)"], True),  # sampled, an Oracle tenant
+        (declarations, False),  # after the sample
+        (declarations, True),
+        (None, None),
+    ]
+    frame = spark.createDataFrame(messages, "declarations array<string>, oracle boolean")
+    for unknown in (False, True):
+        by_table = source_types.resolver(frame, F.col("declarations"), F.col("oracle"), signedness_unknown=unknown)
+        rows = frame.select(
+            F.transform("declarations", by_table).alias("got"), per_value(unknown).alias("expected")
+        ).collect()
+
+        assert [row["got"] for row in rows] == [row["expected"] for row in rows]
+        timestamp = declarations.index("TIMESTAMP")
+        assert [rows[i]["got"][timestamp]["type"] for i in (2, 3)] == ["timestamp", "timestamp_ntz"]
+
+
+def per_value(unknown: bool) -> Column:
+    """Each declaration of the message resolved by the rules."""
+    return F.transform("declarations", lambda d: source_types.resolve(d, F.col("oracle"), signedness_unknown=unknown))
 
 
 # sqlglot reads MySQL's REAL as FLOAT and cannot parse the spatial subtypes or unsigned floats: the DDL path

@@ -95,7 +95,8 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     names = F.array_distinct(
         F.concat(*[F.coalesce(names, F.array().cast(STRING_ARRAY)) for names in _names(F.col("rows"), F.col("old"))])
     )
-    typed = declare_names(names, F.col("mysql_types"), lambda t: mysql_types.resolve(t, encoding))
+    resolve = mysql_types.resolver(frame, F.map_values("mysql_types"), encoding)
+    typed = declare_names(names, F.col("mysql_types"), resolve)
     frame = with_declaration_lookup(with_configured_types(frame.withColumn("typed", typed), source.column_types))
     converters = mysql_types.converters(encoding) | mysql_types.configured(encoding)
     images = F.transform(

@@ -102,6 +102,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     op, version = payload["op"], F.col("j.version")
     event_millis = payload["timestamp"]["eventTime"].try_cast("bigint")
     oracle = ob_types.is_oracle_tenant(schema["source"]["dbType"])
+    resolve = ob_types.resolver(frame, schema["column"]["type"], oracle)
     frame = frame.select(
         *lines.columns,
         "envelope_error",
@@ -114,7 +115,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         schema["source"]["table"].alias("table"),
         payload["before"]["data"].alias("raw_before"),
         payload["after"]["data"].alias("raw_after"),
-        declare(schema["column"], lambda wire_type: ob_types.resolve(wire_type, oracle)).alias("typed"),
+        declare(schema["column"], resolve).alias("typed"),
         F.when(F.size(schema["pk"]) > 0, schema["pk"]).alias("primary_key"),
         payload["ddl"]["text"].alias("ddl"),
         event_millis.cast(C.SEQ_TYPE).alias("seq"),

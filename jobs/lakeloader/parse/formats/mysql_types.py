@@ -11,7 +11,7 @@ bytes, or (open-source Canal) its value as a number -> decimal(20,0).
 
 from __future__ import annotations
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakeloader.parse.formats import ob_types, source_types
@@ -23,6 +23,11 @@ def resolve(declared: Column, binary_encoding: str) -> Column:
     lakeloader.parse.formats.source_types; BIT is a number where binary values are ISO-8859-1 text (open-source
     Canal sends a BIT's value as a number)."""
     return source_types.resolve(declared, bit_as_number=binary_encoding == "latin1")
+
+
+def resolver(messages: DataFrame, declarations: Column, binary_encoding: str) -> source_types.Resolver:
+    """`resolve`, with the declarations of the batch's first messages resolved once (source_types.resolver)."""
+    return source_types.resolver(messages, declarations, bit_as_number=binary_encoding == "latin1")
 
 
 def _latin1_binary(v: Column, _type: Column | None = None) -> Column:

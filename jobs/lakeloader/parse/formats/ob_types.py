@@ -27,7 +27,7 @@ to quarantine.
 
 from __future__ import annotations
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakeloader.parse.formats import source_types
@@ -91,6 +91,11 @@ def resolve(wire_type: Column, oracle_tenant: Column) -> Column:
     `oracle_tenant` (boolean) switches DATE, TIMESTAMP, FLOAT and INTEGER to their Oracle meaning. OMS names
     no signedness, so integers get the type that holds their UNSIGNED range too."""
     return source_types.resolve(wire_type, oracle=oracle_tenant, signedness_unknown=True)
+
+
+def resolver(messages: DataFrame, declarations: Column, oracle_tenant: Column) -> source_types.Resolver:
+    """`resolve`, with the declarations of the batch's first messages resolved once (source_types.resolver)."""
+    return source_types.resolver(messages, declarations, oracle=oracle_tenant, signedness_unknown=True)
 
 
 def is_oracle_tenant(db_type: Column) -> Column:
