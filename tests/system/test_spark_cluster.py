@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import test_ddl_oracle
+from conftest import C1_ONLY
 from test_ddl_oracle import model_rows, silver_rows
 from test_delta_spark_oracle import NO_JARS, stream_source
 
@@ -40,8 +41,12 @@ def test_the_dags_spark_submit_steps_on_a_standalone_cluster_load_a_random_strea
     monkeypatch.setattr(test_ddl_oracle, "STEPS_PER_HOUR", STEPS_PER_HOUR)
     monkeypatch.setattr(test_ddl_oracle, "HOURS", HOURS)
     source, models, config = stream_source(tmp_path, lake_root=f"s3://{s3_bucket}/lake", s3_endpoint_url=s3_endpoint)
+    # the executors compile with C1 only, as the tests' drivers do (tests/conftest.py: C1_ONLY)
+    test_conf = {"spark.executor.defaultJavaOptions": C1_ONLY}
     conf = [
-        arg for key, value in {**SPARK_CONF, **session_conf(source)}.items() for arg in ("--conf", f"{key}={value}")
+        arg
+        for key, value in {**SPARK_CONF, **session_conf(source), **test_conf}.items()
+        for arg in ("--conf", f"{key}={value}")
     ]
     submit = [
         str(Path(sys.executable).parent / "spark-submit"),
