@@ -406,17 +406,17 @@ def canonical_image(raw: Column, converters: Mapping[str, Converter]) -> Column:
     """An image (map of wire text) as canonical text, each value converted by its declared column's converter
     (needs the LOOKUP column, `with_declaration_lookup`)."""
 
-    def convert(name: Column, value: Column) -> Column:
-        declared = F.element_at(F.col(LOOKUP), name)
+    def convert(declared: Column, value: Column) -> Column:
         conv, spark_type = declared["conv"], declared["type"]
-        result = None
+        result = F.when(conv.isNull(), value)  # a string, the commonest: no converter to look for
         for key, converter in converters.items():
-            branch = converter(value, spark_type)
-            result = F.when(conv == key, branch) if result is None else result.when(conv == key, branch)
-        assert result is not None  # there is always at least one converter
+            result = result.when(conv == key, converter(value, spark_type))
         return result.otherwise(value)
 
-    return F.transform_values(raw, convert)
+    # the declaration looked up once per value (`let`), not once per converter tried
+    return F.transform_values(
+        raw, lambda name, value: let(F.element_at(F.col(LOOKUP), name), lambda d: convert(d, value))
+    )
 
 
 def overlay(base: Column, changes: Column) -> Column:
@@ -433,12 +433,17 @@ def spark_columns(typed: Column) -> Column:
 
 
 def invalid_columns(image: Column, canonical: Column) -> Column:
-    """Names of columns whose value was present in `image` but did not convert (empty for no image)."""
-    invalid = F.filter(
-        F.map_keys(image),
-        lambda name: F.element_at(image, name).isNotNull() & F.element_at(canonical, name).isNull(),
-    )
+    """Names of columns whose value was present in `image` but did not convert (empty for no image).
+
+    `canonical` is `canonical_image(image)`: the same keys, a NULL wherever a value did not convert. So the
+    invalid columns are those NULL there but not in `image`: two passes over the values instead of a lookup of
+    each name in both maps (an interpreted scan of each map per name)."""
+    invalid = F.array_except(_null_valued(canonical), _null_valued(image))
     return F.coalesce(invalid, F.array().cast(STRING_ARRAY))
+
+
+def _null_valued(image: Column) -> Column:
+    return F.map_keys(F.map_filter(image, lambda _name, value: value.isNull()))
 
 
 def configured_map(entries: Mapping[str, object], value_type: str) -> Column:
