@@ -41,14 +41,16 @@ from hypothesis import settings
 # The JIT of the tests' Spark drivers
 # ---------------------------------------------------------------------------------------------------------------
 
-# Every Spark driver the tests start (this process's session, and each step that an Airflow task or a test submits;
-# they inherit the environment, and spark-submit puts SPARK_SUBMIT_OPTS on the driver's command line) compiles with
-# C1 only. The tests' hours are tiny, so the full JIT's C2 compiler threads buy nothing and take CPU from the other
-# pytest worker: three Airflow system test files ran in 156 s with C1 against 195 s with the full JIT that
-# config/spark gives the product's steps (which parse large hours faster with it: docs/performance.md).
+# Every step that an Airflow task or a test submits (they inherit the environment, and spark-submit puts
+# SPARK_SUBMIT_OPTS on the driver's command line) compiles with C1 only: a step of a tiny hour lives seconds, so
+# the full JIT's C2 compiler threads buy it nothing and take CPU from the other pytest worker. Three Airflow
+# system test files ran in 154 s with C1 against 195 s with the full JIT that config/spark gives the product's
+# steps (which parse large hours faster with it: docs/performance.md). The tests' own session (`spark`) lives
+# for the whole run, where the full JIT pays for itself, and keeps it.
 C1_ONLY = "-XX:TieredStopAtLevel=1"
-if C1_ONLY not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
-    os.environ["SPARK_SUBMIT_OPTS"] = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} {C1_ONLY}".strip()
+_SUBMIT_OPTS = os.environ.get("SPARK_SUBMIT_OPTS", "")
+if C1_ONLY not in _SUBMIT_OPTS:
+    os.environ["SPARK_SUBMIT_OPTS"] = f"{_SUBMIT_OPTS} {C1_ONLY}".strip()
 
 # ---------------------------------------------------------------------------------------------------------------
 # Tiers and Hypothesis profiles
@@ -236,7 +238,12 @@ def spark():
     from lakeloader.spark import spark_session
 
     os.environ.setdefault("SPARK_CONF_DIR", str(REPO_ROOT / "config" / "spark"))  # as bin/with-airflow sets it
-    session = spark_session("lakeloader-tests", master="local[2]")
+    with_c1 = os.environ["SPARK_SUBMIT_OPTS"]
+    os.environ["SPARK_SUBMIT_OPTS"] = _SUBMIT_OPTS  # the full JIT for this long-lived session (C1_ONLY above)
+    try:
+        session = spark_session("lakeloader-tests", master="local[2]")
+    finally:
+        os.environ["SPARK_SUBMIT_OPTS"] = with_c1
     yield session
     session.stop()
     # py4j logs "Closing down clientserver connection" from __del__ at exit, after pytest closed its streams
