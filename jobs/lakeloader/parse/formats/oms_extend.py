@@ -27,10 +27,11 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine."""
     oracle = ob_types.is_oracle_tenant(F.col("db_type"))
 
-    def declaration(names: Column) -> tuple[Column, dict[str, Converter]]:
+    def declaration(messages: DataFrame, names: Column) -> tuple[Column, dict[str, Converter]]:
         sent = F.coalesce(F.col("sent_after")[LIGHT_TYPE], F.col("sent_before")[LIGHT_TYPE])
         light = F.from_json(sent, _LIGHT_TYPES)  # type: ignore[arg-type]  # a MapType schema works
         types = F.transform_values(light, lambda _name, declared: declared["schemaType"])
-        return declare_names(names, types, lambda wire_type: ob_types.resolve(wire_type, oracle)), ob_types.CONVERTERS
+        resolve = ob_types.resolver(messages, F.map_values(types), oracle)
+        return declare_names(names, types, resolve), ob_types.CONVERTERS
 
     return oms_default.build(lines, declaration, metadata_keys=(LIGHT_TYPE,), column_types=source.column_types)
