@@ -89,18 +89,19 @@ def test_replay_dag_rebuilds_and_reapplies(loaded, airflow_env):
     assert _orders(loaded) == [(1, "paid"), (2, "new")]
 
 
-def test_replay_dag_rejects_bad_input_before_any_spark_job(loaded, airflow_env):
-    env = {**airflow_env, "LAKELOADER_CONFIG": str(loaded / "sources.yaml")}
+def test_replay_dag_rejects_bad_input_before_any_spark_job(tmp_path, airflow_env):
+    """(No hour loaded first: the input is rejected before anything reads the lake.)"""
+    env = {**airflow_env, "LAKELOADER_CONFIG": str(_config(tmp_path))}
     backwards = {"source": "shop", "mode": "reapply", "from_hour": "2026-11-21T06", "to_hour": "2026-11-21T05"}
 
-    result = _airflow(env, loaded, "dags", "test", "lakeloader_replay", "--conf", json.dumps(backwards))
+    result = _airflow(env, tmp_path, "dags", "test", "lakeloader_replay", "--conf", json.dumps(backwards))
 
     output = result.stdout + result.stderr
     assert "'from_hour' 2026-11-21T06 is after 'to_hour' 2026-11-21T05" in output
     assert "Spark-Submit cmd" not in output
-    assert not (loaded / "lake/audit/shop/replay").exists()
+    assert not (tmp_path / "lake/audit/shop/replay").exists()
 
-    result = _airflow(env, loaded, "dags", "test", "lakeloader_replay", "--conf", json.dumps({"source": "nope"}))
+    result = _airflow(env, tmp_path, "dags", "test", "lakeloader_replay", "--conf", json.dumps({"source": "nope"}))
 
     assert result.returncode != 0
     assert "Invalid input for param source: 'nope' is not one of ['shop']" in result.stdout + result.stderr

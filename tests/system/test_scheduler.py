@@ -2,8 +2,9 @@
 (LocalExecutor) on a PostgreSQL metadata database (a throwaway server, tests/postgres_server.py; the embedded
 default's SQLite stays for `make demo` and `airflow dags test`):
 
-- a backfill of two past hours of the hourly DAG produces the expected tables; re-running an hour by
-  backfill gives the same tables and lands no file twice;
+- a backfill of three past hours of the hourly DAG (two with export files, one without) produces the expected
+  table, reconciles each hour and publishes each hour's asset event; the hour without files starts no Spark
+  job; re-running an hour by backfill gives the same tables and lands no file twice;
 - a run past its deadline delivers the Deadline Alert to a real HTTP receiver and a real SMTP receiver.
 """
 
@@ -25,6 +26,8 @@ import pytest
 from conftest import WITH_AIRFLOW, Receiver, _free_port, _start_receiver
 from postgres_server import PostgresServer, binaries, postgres_server
 
+from lakeloader.audit.replay_plan import validate
+from lakeloader.core.config import load_config
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader_airflow.alerts import minutes
 from tools.cdcgen import dataworks as dw
@@ -35,7 +38,8 @@ SERVICES = ("api-server", "dag-processor", "scheduler", "triggerer")
 STARTUP_SECONDS = 180
 BACKFILL_SECONDS = 900
 FIRST = datetime(2026, 11, 21, 0, tzinfo=UTC)
-HOURS = [FIRST + timedelta(hours=i) for i in range(2)]
+HOURS = [FIRST + timedelta(hours=i) for i in range(3)]
+DATA_HOURS, EMPTY_HOUR = HOURS[:2], HOURS[2]  # no export file is modified in the last hour
 ORDERS = dw.TableSpec("shop", "orders", (("id", "LONG"), ("status", "STRING")), ("id",))
 DEADLINE_MINUTES = 1
 
@@ -81,19 +85,23 @@ class Airflow:
         raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{logs}")
 
 
+# export file -> the hour it is modified in, its lines: inserts; an hour later, in two files, an update, an insert,
+# a delete and a broken line
+EXPORTS = {
+    "orders-00.json": (DATA_HOURS[0], [*dw.insert(ORDERS, 1, HOURS[0], {"id": 1, "status": "new"}),
+                                       *dw.insert(ORDERS, 2, HOURS[0], {"id": 2, "status": "new"}),
+                                       dw.heartbeat(HOURS[0])]),
+    "orders-01a.json": (DATA_HOURS[1], dw.update(ORDERS, 3, HOURS[1], {"id": 1, "status": "new"},
+                                                 {"id": 1, "status": "paid"}, one_message=False)),
+    "orders-01b.json": (DATA_HOURS[1], [*dw.insert(ORDERS, 4, HOURS[1], {"id": 3, "status": "new"}),
+                                        *dw.delete(ORDERS, 5, HOURS[1], {"id": 2, "status": "new"}), "{broken"]),
+}  # fmt: skip
+
+
 def _exports(directory: Path) -> None:
-    """One file per hour, modified inside its hour: inserts, then an update, an insert, a delete and a broken line
-    an hour later."""
-    batches = [
-        [*dw.insert(ORDERS, 1, HOURS[0], {"id": 1, "status": "new"}),
-         *dw.insert(ORDERS, 2, HOURS[0], {"id": 2, "status": "new"}), dw.heartbeat(HOURS[0])],
-        [*dw.update(ORDERS, 3, HOURS[1], {"id": 1, "status": "new"}, {"id": 1, "status": "paid"}, one_message=False),
-         *dw.insert(ORDERS, 4, HOURS[1], {"id": 3, "status": "new"}),
-         *dw.delete(ORDERS, 5, HOURS[1], {"id": 2, "status": "new"}), "{broken"],
-    ]  # fmt: skip
     directory.mkdir(parents=True)
-    for hour, lines in zip(HOURS, batches, strict=True):
-        path = directory / f"orders-{hour:%H}.json"
+    for name, (hour, lines) in EXPORTS.items():
+        path = directory / name
         path.write_text("\n".join(lines) + "\n")
         os.utime(path, (hour.timestamp() + 600, hour.timestamp() + 600))
 
@@ -222,6 +230,17 @@ def _silver(root: Path) -> list[dict]:
     return sorted(({k: v for k, v in r.items() if k != "_cdc_loaded_at"} for r in rows), key=lambda r: r["id"])
 
 
+def _columns(root: Path) -> list[str]:
+    return DeltaRsEngine().read(str(root / "lake/silver/shop/shop/orders")).column_names
+
+
+def _run_id(airflow: Airflow, hour: datetime) -> str:
+    [(run_id,)] = airflow.query(
+        "select run_id from dag_run where dag_id = 'lakeloader_shop_hourly' and logical_date = %s", hour
+    )
+    return run_id
+
+
 def _landed(root: Path) -> dict[str, list[str]]:
     """Per raw hour directory, the files in it (not counting manifests)."""
     raw = root / "lake/raw/shop"
@@ -250,37 +269,64 @@ def _all_backfills_complete(airflow: Airflow) -> bool:
     return bool(airflow.query("select count(completed_at) = count(*) from backfill")[0][0])
 
 
-def test_backfill_of_two_hours_loads_them_and_rerunning_an_hour_changes_nothing(airflow):
+def test_backfill_of_three_hours_loads_them_and_rerunning_an_hour_changes_nothing(airflow):
     airflow.cli("dags", "unpause", "lakeloader_shop_hourly")
     started = time.monotonic()
 
     _backfill(airflow, HOURS[0], HOURS[-1])
 
     runs = _runs(airflow, "lakeloader_shop_hourly", "backfill")
-    assert sorted(runs.values()) == ["success"] * 2, runs
+    assert sorted(runs.values()) == ["success"] * len(HOURS), runs
     # each run loaded the hour of its logical date, which is its data interval's start
     intervals = airflow.query(
         "select logical_date, data_interval_start from dag_run where dag_id = 'lakeloader_shop_hourly' "
         "and run_type = 'backfill' order by logical_date"
     )
     assert intervals == [(h, h) for h in HOURS]
-    print(f"backfill of 2 hours: {time.monotonic() - started:.0f}s")
-    rows = _silver(airflow.root)
+    print(f"backfill of {len(HOURS)} hours: {time.monotonic() - started:.0f}s")
+    root = airflow.root
+    rows = _silver(root)
     assert [(r["id"], r["status"]) for r in rows] == [(1, "paid"), (3, "new")]
-    landed = _landed(airflow.root)
-    assert landed == {f"dt=2026-11-21/hour={h:%H}": [f"orders-{h:%H}.json"] for h in HOURS}
-    ledger = sorted((airflow.root / "lake/audit/shop/landed").iterdir())
-    assert len(ledger) == 2
-    reports = [json.loads(p.read_text()) for p in (airflow.root / "lake/audit/shop/reconcile").glob("*.json")]
-    assert sorted(r["hours"][0] for r in reports if r["ok"]) == ["2026-11-21T00", "2026-11-21T01"]
-    manifest = (airflow.root / "lake/raw/shop/dt=2026-11-21/hour=01/_manifest.json").read_bytes()
+    assert {"_cdc_op", "_cdc_seq", "_cdc_loaded_at"} <= set(_columns(root))  # and the change metadata columns
+    landed = _landed(root)
+    assert landed == {
+        f"dt=2026-11-21/hour={h:%H}": sorted(name for name, (at, _) in EXPORTS.items() if at == h) for h in HOURS
+    }
+    ledger = sorted((root / "lake/audit/shop/landed").iterdir())
+    assert len(ledger) == 3
+    reports = [json.loads(p.read_text()) for p in (root / "lake/audit/shop/reconcile").glob("*.json")]
+    assert sorted((r["hours"], r["ok"]) for r in reports) == [(["2026-11-21T00"], True), (["2026-11-21T01"], True)]
+    # verify published each loaded hour's update of the silver table as an asset event with the hour's counts
+    events = airflow.query(
+        "select a.uri, e.extra from asset_event e join asset a on a.id = e.asset_id "
+        "where a.name = 'lakeloader.shop.shop.orders' order by e.timestamp"
+    )
+    assert [extra["hour"] for _, extra in events] == ["2026-11-21T00", "2026-11-21T01"]
+    assert {uri for uri, _ in events} == {(root / "lake/silver/shop/shop/orders").resolve().as_uri()}
+    assert all(extra["changes"] > 0 for _, extra in events)
+    # the hour without export files: an empty manifest, no Spark step, nothing written to bronze or the run log
+    skipped = airflow.query(
+        "select task_id, state from task_instance where dag_id = 'lakeloader_shop_hourly' and run_id = %s",
+        _run_id(airflow, EMPTY_HOUR),
+    )
+    assert {task: state for task, state in skipped if task in ("parse", "apply", "reconcile")} == dict.fromkeys(
+        ("parse", "apply", "reconcile"), "skipped"
+    )
+    empty = f"dt={EMPTY_HOUR:%Y-%m-%d}/hour={EMPTY_HOUR:%H}"
+    assert json.loads((root / f"lake/raw/shop/{empty}/_manifest.json").read_text())["files"] == []
+    assert not (root / f"lake/bronze/shop/changes/{empty}").exists()
+    assert not (root / f"lake/audit/shop/runs/{empty}").exists()
+    # and a replay over a range with that hour in it is valid (its empty manifest says nothing was there to parse)
+    reapply = {"source": "shop", "mode": "reapply", "from_hour": "2026-11-21T00", "to_hour": "2026-11-21T02"}
+    assert validate(load_config(root / "sources.yaml"), reapply)["hours"] == ["2026-11-21T00", "2026-11-21T02"]
+    manifest = (root / "lake/raw/shop/dt=2026-11-21/hour=01/_manifest.json").read_bytes()
 
     _backfill(airflow, HOURS[1], HOURS[1], "--reprocess-behavior", "completed")
 
-    assert _silver(airflow.root) == rows  # same rows, same change metadata
-    assert _landed(airflow.root) == landed
-    assert sorted((airflow.root / "lake/audit/shop/landed").iterdir()) == ledger
-    assert (airflow.root / "lake/raw/shop/dt=2026-11-21/hour=01/_manifest.json").read_bytes() == manifest
+    assert _silver(root) == rows  # same rows, same change metadata
+    assert _landed(root) == landed
+    assert sorted((root / "lake/audit/shop/landed").iterdir()) == ledger
+    assert (root / "lake/raw/shop/dt=2026-11-21/hour=01/_manifest.json").read_bytes() == manifest
     assert airflow.http.received() == [] or all(
         json.loads(r["body"])["source"] != "shop" for r in airflow.http.received()
     )  # backfill runs have no deadline, and nothing failed

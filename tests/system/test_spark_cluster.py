@@ -2,8 +2,8 @@
 pyspark installation (the `spark_cluster` fixture), and the DAG's steps as it runs them (land in-process, then
 spark-submit of jobs/parse.py and jobs/apply.py in client mode on `spark://127.0.0.1:<port>` with the DAG's
 `--conf`s: the pinned jars, which the driver serves to the executors, Delta's extension and s3a) for a source with
-`engine: delta_spark` whose lake is on S3 (the moto server on loopback). The DDL oracle's random stream (two
-hours of fifteen steps, a keyed and a keyless table, DDL interleaved, re-deliveries, in Canal kcat envelopes) loads
+`engine: delta_spark` whose lake is on S3 (the moto server on loopback). The DDL oracle's random stream (an
+hour of fifteen steps, a keyed and a keyless table, DDL interleaved, re-deliveries, in Canal kcat envelopes) loads
 to the model, and the work ran in executors on both workers. This is the DDL oracle's load with Delta on Spark
 (tests/system/test_delta_spark_oracle.py has the other oracles')."""
 
@@ -20,9 +20,10 @@ from conftest import C1_ONLY
 from test_ddl_oracle import model_rows, silver_rows
 from test_delta_spark_oracle import NO_JARS, stream_source
 
-# a third of the DDL oracle's steps in two of its hours (each application costs about 50 s on the cluster; each
-# DDL is several Delta commits, each a few Spark jobs), with about as many DDL statements as three hours of ten
-HOURS = test_ddl_oracle.HOURS[:2]
+# one hour of the DDL oracle's stream, half its steps (each application costs about 50 s on the cluster; each DDL
+# is several Delta commits, each a few Spark jobs); the DDL oracle's load over several hours, reloaded, is
+# tests/system/test_ddl_oracle.py's with delta-rs, and the engine contract's with Delta on Spark
+HOURS = test_ddl_oracle.HOURS[:1]
 STEPS_PER_HOUR = 15
 
 
