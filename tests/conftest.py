@@ -61,8 +61,13 @@ TIERS = ("unit", "spark", "system")
 _NOT_IN_UNIT = frozenset({"spark", "parse_messages", "airflow_env"})
 _RUN_ORDER = {"system": 0, "spark": 1, "unit": 2}
 # a worker's expensive fixture -> the xdist group of the tests using it: a migrated SQLite Airflow (session-scoped,
-# half a minute), the PostgreSQL stack of tests/system/test_scheduler.py (its four Airflow services, a minute)
-_XDIST_GROUPS = {"metadata_db": "airflow-postgres", "airflow_env": "airflow-sqlite"}
+# half a minute), the PostgreSQL stack of tests/system/test_scheduler.py (its four Airflow services, a minute), the
+# Delta-on-Spark loads of tests/system/test_delta_spark_oracle.py (a Spark with the jars, two oracle streams)
+_XDIST_GROUPS = {
+    "metadata_db": "airflow-postgres",
+    "airflow_env": "airflow-sqlite",
+    "delta_spark_loads": "delta-spark-loads",
+}
 
 settings.register_profile("test", settings.default)
 settings.register_profile("check", max_examples=max(1, settings.default.max_examples // 4))

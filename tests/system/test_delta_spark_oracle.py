@@ -1,6 +1,7 @@
-"""The oracles with `engine: delta_spark`, each load in a process of its own (its Spark JVM starts with the pinned
-jars that `session_conf` names); Delta Lake on Spark writes every table, and they equal the models (read with
-delta-rs, as the Airflow side reads them). One load per kind of order (docs/semantics.md, "The total order"):
+"""The oracles with `engine: delta_spark`, loaded by one process of their own (its Spark JVM starts with the
+pinned jars that `session_conf` names; the two loads run in turn); Delta Lake on Spark writes every table, and
+they equal the models (read with delta-rs, as the Airflow side reads them). One load per kind of order
+(docs/semantics.md, "The total order"):
 
 - the semantics oracle (tests/spark/test_semantics.py) in DataWorks JSON (the sequence orders), under a driver
   that refuses 1 MB from any Spark action;
@@ -16,6 +17,7 @@ import os
 import random
 import subprocess
 import sys
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -66,72 +68,108 @@ HOURS_SCRIPT = Path(__file__).parents[1] / "delta_spark_hours.py"
 
 
 def run_hours_with_delta_spark(
-    tmp_path: Path, source: SourceConfig, hours: list[datetime], max_result_size: str | None = None
+    workdir: Path, loads: list[tuple[SourceConfig, list[datetime]]], max_result_size: str
 ) -> dict:
-    """`tests/delta_spark_hours.py` on `source` (its engine set to delta_spark) for `hours` in that order; its
-    record."""
-    source = source.model_copy(update={"engine": "delta_spark"})
-    config = tmp_path / "sources.yaml"
-    config.write_text(yaml.safe_dump({"sources": [source.model_dump(mode="json", exclude_defaults=True)]}))
-    hour_list = ",".join(zones.format_hour(h) for h in hours)
+    """`tests/delta_spark_hours.py` on the sources (their engine set to delta_spark), each for its hours in that
+    order, in one process; its record."""
+    sources = [source.model_copy(update={"engine": "delta_spark"}) for source, _ in loads]
+    config = workdir / "sources.yaml"
+    config.write_text(
+        yaml.safe_dump({"sources": [source.model_dump(mode="json", exclude_defaults=True) for source in sources]})
+    )
+    plans = [f"{source.name}={','.join(zones.format_hour(h) for h in hours)}" for source, (_, hours) in
+             zip(sources, loads, strict=True)]  # fmt: skip
     completed = subprocess.run(
-        [sys.executable, str(HOURS_SCRIPT), str(config), source.name, str(tmp_path), hour_list,
-         *([max_result_size] if max_result_size else [])],
+        [sys.executable, str(HOURS_SCRIPT), str(config), str(workdir), max_result_size, *plans],
         capture_output=True,
         text=True,
         timeout=_TIMEOUT_SECONDS,
-    )  # fmt: skip
+    )
     assert completed.returncode == 0, completed.stderr[-5000:]
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
-@NO_JARS
-def test_delta_on_spark_loads_the_semantics_oracle_stream_to_the_model_and_never_collects_a_change_set(
-    tmp_path: Path,
-) -> None:
-    """tests/spark/test_semantics.py's oracle (inserts, updates in one or two messages, key changes, deletes,
-    duplicates, hours shuffled, one replayed) with one seed, written by Delta on Spark under a driver that refuses
-    to receive 1 MB from any Spark action (`spark.driver.maxResultSize=1m`). The first hour also carries 3,000
-    inserts of 2 KB into another table (6 MB of change set); reading that table back to the driver as Arrow (what
-    the delta-rs path does with a change set) fails under the limit."""
+@dataclass
+class Loaded:
+    """One oracle's stream as loaded: its source, and what the model says its tables hold."""
+
+    source: SourceConfig
+    model: object
+    typed_rows: dict | None = None
+
+
+@pytest.fixture(scope="module")
+def delta_spark_loads(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Loaded, Loaded]:
+    """Both streams below loaded by one process (one JVM start with the jars for both, which run in turn): its
+    record, the semantics oracle's load and the format oracle's."""
+    root = tmp_path_factory.mktemp("delta-spark")
+    semantics, semantics_hours = _semantics_stream(root / "semantics")
+    formats, formats_hours = _formats_streams(root / "formats")
+    record = run_hours_with_delta_spark(
+        root, [(semantics.source, semantics_hours), (formats.source, formats_hours)], max_result_size="1m"
+    )
+    return record, semantics, formats
+
+
+def _semantics_stream(root: Path) -> tuple[Loaded, list[datetime]]:
+    """tests/spark/test_semantics.py's oracle stream with one seed; the first hour also carries 3,000 inserts of
+    2 KB into another table (6 MB of change set)."""
     files, model, order = random_stream(7)
     rng = random.Random(5)
     docs = dw.TableSpec("shop", "docs", (("id", "LONG"), ("body", "STRING")), ("id",))
     bodies = [{"id": i, "body": rng.randbytes(1_000).hex()} for i in range(3_000)]
     files[order[0]] += [line for i, row in enumerate(bodies) for line in dw.insert(docs, 1_000 + i, AT, row)]
     for hour, lines in files.items():
-        write_export(tmp_path / "exports", hour, lines)
-    source = dataworks_source(tmp_path)
-    record = run_hours_with_delta_spark(tmp_path, source, [*order, order[0]], max_result_size="1m")
-    uri = tmp_path / "lake" / zones.silver_table_dir("shop", "shop", "items")
-    assert sorted((r["id"], r["name"], r["qty"]) for r in DeltaRsEngine().read(str(uri)).to_pylist()) == model
-    replayed = record["apply"]["shop.docs"]  # the replay of the first hour: 3,000 actions, nothing new
+        write_export(root / "exports", hour, lines)
+    return Loaded(dataworks_source(root), model), [*order, order[0]]
+
+
+def _formats_streams(root: Path) -> tuple[Loaded, list[datetime]]:
+    """tests/system/test_oracle_formats.py's two streams in DebeziumSmt, shuffled over its hours."""
+    fmt, tables = "debezium_smt", (wire.ITEMS,)
+    rng, typed_rng = random.Random("delta-spark-formats"), random.Random("delta-spark-typed")
+    changes, model = formats_oracle.stream(rng, tables, truncates=False)
+    typed_changes, typed_rows = formats_oracle.typed_stream(typed_rng, 40, millis=True, first_seq=101)
+    root.mkdir()
+    source = format_support.source_for(fmt, root, **wire.settings(fmt, (*tables, wire.TYPED)))
+    order = formats_oracle.export_shuffled(rng, fmt, source, changes, tables)
+    formats_oracle.export_shuffled(typed_rng, fmt, source, typed_changes, (wire.TYPED,))
+    return Loaded(source, model, typed_rows), [*order, order[0]]
+
+
+@NO_JARS
+def test_delta_on_spark_loads_the_semantics_oracle_stream_to_the_model_and_never_collects_a_change_set(
+    delta_spark_loads: tuple[dict, Loaded, Loaded],
+) -> None:
+    """tests/spark/test_semantics.py's oracle (inserts, updates in one or two messages, key changes, deletes,
+    duplicates, hours shuffled, one replayed) with one seed, written by Delta on Spark under a driver that refuses
+    to receive 1 MB from any Spark action (`spark.driver.maxResultSize=1m`). The first hour also carries 3,000
+    inserts of 2 KB into another table (6 MB of change set); reading that table back to the driver as Arrow (what
+    the delta-rs path does with a change set) fails under the limit."""
+    record, semantics, _ = delta_spark_loads
+    source = semantics.source
+    uri = Path(source.lake_root) / zones.silver_table_dir(source.name, "shop", "items")
+    assert sorted((r["id"], r["name"], r["qty"]) for r in DeltaRsEngine().read(str(uri)).to_pylist()) == semantics.model
+    replayed = record["apply"][source.name]["shop.docs"]  # the replay of the first hour: 3,000 actions, nothing new
     assert (replayed["actions"], replayed["inserted"], replayed["rows"]) == (3_000, 0, 3_000)
-    assert "maxResultSize" in record["collect"]
+    assert "maxResultSize" in record["collect"][source.name]
 
 
 @NO_JARS
 def test_delta_on_spark_loads_the_format_oracle_streams_ordered_by_export_position_and_of_every_column_kind(
-    tmp_path: Path,
+    delta_spark_loads: tuple[dict, Loaded, Loaded],
 ) -> None:
     """tests/system/test_oracle_formats.py's two streams for the order the other loads here leave out: DebeziumSmt,
     whose messages carry no ordering key (the export position orders them; DataWorks' sequence and Canal's topic
     offset are above). Its random stream loads to the model row for row, and the stream of every column kind to
     the model's exact Python values with the Arrow types the delta-rs path writes (wall clocks as timestamps without
     a zone, decimals, binary, floats); the first hour replayed after the later ones changes nothing."""
-    fmt, tables = "debezium_smt", (wire.ITEMS,)
-    rng, typed_rng = random.Random("delta-spark-formats"), random.Random("delta-spark-typed")
-    changes, model = formats_oracle.stream(rng, tables, truncates=False)
-    typed_changes, typed_rows = formats_oracle.typed_stream(typed_rng, 40, millis=True, first_seq=101)
-    source = format_support.source_for(fmt, tmp_path, **wire.settings(fmt, (*tables, wire.TYPED)))
-    order = formats_oracle.export_shuffled(rng, fmt, source, changes, tables)
-    formats_oracle.export_shuffled(typed_rng, fmt, source, typed_changes, (wire.TYPED,))
+    _, _, formats = delta_spark_loads
+    source, fmt = formats.source, formats.source.format
 
-    run_hours_with_delta_spark(tmp_path, source, [*order, order[0]])
-
-    formats_oracle.assert_equal_to_model(source, tables, model)
+    formats_oracle.assert_equal_to_model(source, (wire.ITEMS,), formats.model)
     assert format_support.silver_schema(source, wire.DB, wire.TYPED.name) == formats_oracle.LOADED_TYPES[fmt]
-    expected = {row["id"]: formats_oracle.loaded(fmt, row) for row in typed_rows.values()}
+    expected = {row["id"]: formats_oracle.loaded(fmt, row) for row in (formats.typed_rows or {}).values()}
     assert {row["id"]: row for row in format_support.silver_rows(source, wire.DB, wire.TYPED.name)} == expected
 
 
