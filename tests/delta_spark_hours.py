@@ -41,9 +41,8 @@ def main(config: str, workdir: str, max_result_size: str, *loads: str) -> None:
                 spark.read.format("delta").load(table["uri"]).toArrow()
             except Exception as error:
                 lines = str(error).splitlines()
-                record["collect"][source.name] = next((line for line in lines if "maxResultSize" in line), lines[0])[
-                    :300
-                ]
+                named = next((line for line in lines if "maxResultSize" in line), lines[0])
+                record["collect"][source.name] = named[:300]
                 break
     spark.stop()
     print(json.dumps(record, default=str))
