@@ -19,18 +19,14 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
+from parse_contract import by_identity, described, distinct_changes, parsed_rows, true_order
 
-from lakeloader.apply.key_actions import message_identity
 from lakeloader.cli.local_runner import run_hours
 from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig
 from lakeloader.core.format_registry import FORMATS
 from lakeloader.core.storage import open_store
 from lakeloader.engine import reader_for
-from lakeloader.land.step import RawFiles
-from lakeloader.parse import canonical as C
-from lakeloader.parse.framing import read_messages
-from lakeloader.parse.step import classify
 from tools.cdcgen import layouts, wire
 
 HOURS = [wire.BASE + timedelta(hours=i) for i in range(3)]
@@ -298,20 +294,12 @@ def test_each_ddl_carrying_format_parses_a_random_stream_to_its_changes_in_true_
     DDL with its table and statement text, each data change with its table, operation and images (values as
     text, numbers as integers)."""
     hours, _, source = written_stream(random.Random(f"ddl-contract-{fmt}"), fmt, tmp_path)
-    rows = parsed_rows(spark, source, sorted((tmp_path / "exports").rglob("*.json")))
+    rows = parsed_rows(spark, source, sorted((tmp_path / "exports").rglob("*.json")), zones.format_hour(HOURS[0]))
 
     reasons = {row["reject_reason"] for row in rows if row["outcome"] not in ("data", "ddl")}
     assert reasons <= ({NO_DATA} if fmt in SENDS_CHANGED_COLUMNS_ONLY else set()), reasons
-    by_identity: dict[object, dict] = {}
-    for row in (r for r in rows if r["outcome"] in ("data", "ddl")):
-        content = {k: v for k, v in row.items() if not k.startswith("origin_") and k != "identity"}
-        identity = tuple(row["identity"].items())
-        assert by_identity.setdefault(identity, content) == content, f"{fmt}: one message, two contents"
-    distinct = sorted(by_identity.values(), key=lambda r: (r["seq"], r["seq2"], r["op"] != C.UPDATE_BEFORE))
     expected = [described(c) for c in true_order(hours) if fmt not in SENDS_CHANGED_COLUMNS_ONLY or changes_data(c)]
-    assert [described(c) for c in loaded_changes(distinct)] == expected, fmt
-    orders = [(r["seq"], r["seq2"]) for r in loaded_changes(distinct)]
-    assert len(set(orders)) == len(orders), f"{fmt}: two changes tie on (seq, seq2)"
+    assert [described(c) for c in distinct_changes(rows, by_identity, fmt)] == expected, fmt
 
 
 # SharePlex sends an update's changed columns only: an update that changes none has no data to apply and is
@@ -321,63 +309,6 @@ SENDS_CHANGED_COLUMNS_ONLY, NO_DATA = {"shareplex_json"}, "upd message without d
 
 def changes_data(change: wire.Change) -> bool:
     return change.op != wire.UPDATE or change.before != change.after
-
-
-def parsed_rows(spark, source: SourceConfig, files: list[Path]) -> list[dict]:
-    """The classified rows of `files` with apply's identity of their message."""
-    messages = read_messages(spark, RawFiles([f"file://{f}" for f in files]), source, zones.format_hour(HOURS[0]))
-    rows = classify(messages, source).withColumn("identity", message_identity(source.format))
-    return [row.asDict(recursive=True) for row in rows.collect()]
-
-
-def true_order(hours: list[list[wire.Change]]) -> list[wire.Change]:
-    """The stream's changes in true order, each once (a re-delivery is the same change)."""
-    seen: set[int] = set()
-    ordered = []
-    for change in (c for changes in hours for c in changes):
-        if id(change) not in seen:
-            seen.add(id(change))
-            ordered.append(change)
-    return ordered
-
-
-def loaded_changes(rows: list[dict]) -> list[dict]:
-    """Rows in order with the two halves of a two-message update (DataWorks) joined into one UPDATE."""
-    joined: list[dict] = []
-    for row in rows:
-        if row["op"] == C.UPDATE_AFTER and joined and joined[-1]["op"] == C.UPDATE_BEFORE:
-            joined[-1] = {**joined[-1], "op": C.UPDATE, "after": row["after"], "after_partial": row["after_partial"]}
-        else:
-            joined.append(row)
-    return joined
-
-
-def described(change: wire.Change | dict) -> tuple:
-    """What apply reads of a change, comparable between a generated change and a parsed row: the DDL statement
-    with its table, or the table, operation and images with each value as text (numbers as integers)."""
-    if isinstance(change, wire.Change):
-        if change.is_ddl:
-            return ("ddl", change.table.name, change.ddl)
-        op = {wire.INSERT: C.INSERT, wire.UPDATE: C.UPDATE, wire.DELETE: C.DELETE}[change.op]
-        return (change.table.name, op, _text_image(change.before), _text_image(change.after))
-    if change["kind"] == C.DDL:
-        return ("ddl", change["table"], change["ddl"])
-    after = _text_image(change["after"])
-    return (change["table"], change["op"], _text_image(change["before"]), after)
-
-
-def _text_image(image: dict | None) -> tuple | None:
-    if image is None:
-        return None
-    return tuple(sorted((name, None if v is None else _number_or_text(v)) for name, v in image.items()))
-
-
-def _number_or_text(value: object) -> str:
-    text = str(value)
-    try:
-        return str(int(Decimal(text)))
-    except ArithmeticError:
-        return text
 
 
 def written_stream(

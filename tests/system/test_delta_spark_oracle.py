@@ -132,8 +132,8 @@ def _formats_streams(root: Path) -> tuple[Loaded, list[datetime]]:
     typed_changes, typed_rows = formats_oracle.typed_stream(typed_rng, 40, millis=True, first_seq=101)
     root.mkdir()
     source = format_support.source_for(fmt, root, **wire.settings(fmt, (*tables, wire.TYPED)))
-    order = formats_oracle.export_shuffled(rng, fmt, source, changes, tables)
-    formats_oracle.export_shuffled(typed_rng, fmt, source, typed_changes, (wire.TYPED,))
+    order = formats_oracle.export_shuffled(rng, fmt, source, changes, tables, formats_oracle.HOURS)
+    formats_oracle.export_shuffled(typed_rng, fmt, source, typed_changes, (wire.TYPED,), formats_oracle.HOURS)
     return Loaded(source, model, typed_rows), [*order, order[0]]
 
 

@@ -1,13 +1,14 @@
 """The oracle in every wire format: one random change stream over a keyed table and a table without a key
 (inserts, updates in place and to a new key, deletes, truncates where the format can send DDL) applied to a
-model in true order, written in each format, shuffled over two hours' files with re-deliveries where the
-format's ordering key allows it, loaded in a random hour order and the first hour again: silver equals the
-model. A second stream over a table of every column kind (wire.TYPED), in the same export and load, must load to
-exactly the model's Python values, with the Arrow types each format's type declarations (or its configured
-`column_types`) give. Each export layout parses to the rows of the same messages one per line, and one stream in
-kcat envelopes loads. A property test (hypothesis) loads streams whose clocks tie, delivered with their offsets
-in random hours and re-delivered 1-3 hours late or early, in a random hour order (docs/semantics.md, "The total
-order")."""
+model in true order, written in each format with re-deliveries where the format's ordering key allows it. A
+second stream over a table of every column kind (wire.TYPED), in the same export and load, must load to exactly
+the model's Python values, with the Arrow types each format's type declarations (or its configured
+`column_types`) give. One format per kind of order is shuffled over two hours' files, loaded in a random hour
+order and the first hour again: silver equals the models; every other format is held to its parse contract
+(tests/parse_contract.py) and loads both streams from one hour. Each export layout parses to the rows of the
+same messages one per line, and one stream in kcat envelopes loads. Streams whose clocks tie, delivered with
+their offsets in random hours and re-delivered 1-3 hours late or early, load in a random hour order
+(docs/semantics.md, "The total order")."""
 
 from __future__ import annotations
 
@@ -21,8 +22,7 @@ from pathlib import Path
 
 import pytest
 from format_support import parse_files, run, silver_rows, silver_schema, source_for, write_export, write_export_file
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from parse_contract import by_order, described, distinct_changes, parsed_rows
 
 from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig
@@ -94,26 +94,70 @@ def stream(rng: random.Random, tables: tuple[wire.Table, ...], truncates: bool) 
     return changes, model
 
 
-@pytest.mark.parametrize("fmt", sorted(wire.WRITERS))
-def test_a_random_stream_and_every_column_type_in_each_format_load_to_the_model(spark, tmp_path, fmt):
+# The full load, over shuffled hours and a rerun, of one format per kind of order (docs/semantics.md, "The total
+# order"): a sequence (DataWorks), a clock (Canal), the export position (DebeziumSmt), and SharePlex's partial
+# images, whose updates fold onto the rows before them. Below the canonical rows apply knows no format: every
+# other format is held to its parse contract and loads its streams in one hour (the test after this one).
+FULLY_LOADED = ("canal_json", "dataworks_json", "debezium_smt", "shareplex_json")
+
+
+@pytest.mark.parametrize("fmt", FULLY_LOADED)
+def test_a_random_stream_and_every_column_type_load_to_the_model_over_shuffled_hours(spark, tmp_path, fmt):
     """Two streams in one export, loaded together (each hour's fixed cost is paid once for both; the tables are
     apart, each its own topic): a random stream of keyed and keyless changes equal to the model row for row, and
-    every column kind equal to the model as exact Python values and Arrow types (below). The typed stream loads
-    in the random stream's hour order, which is shuffled unless the format is ordered by export position."""
-    rng = random.Random(f"oracle-{fmt}")
-    # DebeziumSmt messages carry no ordering key, so two identical ones in an hour count once (docs/semantics.md)
-    tables = (wire.ITEMS,) if fmt in wire.ORDERED_BY_EXPORT_POSITION else (wire.ITEMS, wire.EVENTS)
-    changes, model = stream(rng, tables, truncates=fmt not in wire.WITHOUT_DDL)
-    typed_rng = random.Random(f"typed-{fmt}")
-    # after the random stream's sequence numbers (1-80), as one source's would be
-    typed_changes, typed_rows = typed_stream(typed_rng, 40, millis=fmt in MILLISECOND_CLOCKS, first_seq=101)
+    every column kind equal to the model as exact Python values and Arrow types (`assert_typed`). Both load in
+    a random hour order and the first hour again, shuffled unless the format is ordered by export position."""
+    rng, typed_rng = random.Random(f"oracle-{fmt}"), random.Random(f"typed-{fmt}")
+    tables, changes, model, typed_changes, typed_rows = streams(rng, typed_rng, fmt)
     source = source_for(fmt, tmp_path, **wire.settings(fmt, (*tables, wire.TYPED)))
-    order = export_shuffled(rng, fmt, source, changes, tables)
-    export_shuffled(typed_rng, fmt, source, typed_changes, (wire.TYPED,))
+    order = export_shuffled(rng, fmt, source, changes, tables, HOURS)
+    export_shuffled(typed_rng, fmt, source, typed_changes, (wire.TYPED,), HOURS)
 
     run(spark, source, [*order, order[0]])  # the first hour replayed after the later ones
 
     assert_equal_to_model(source, tables, model)
+    assert_typed(source, fmt, typed_rows)
+
+
+@pytest.mark.parametrize("fmt", sorted(set(wire.WRITERS) - set(FULLY_LOADED)))
+def test_each_other_format_parses_the_streams_to_their_changes_in_true_order_and_loads_them(spark, tmp_path, fmt):
+    """The parse contract (tests/parse_contract.py): the random stream's exports, shuffled with re-deliveries
+    into one hour, parse to rows in which every delivery of a change has one content, and the distinct changes
+    in (seq, seq2) order are the stream's changes in true order; loaded with the stream of every column kind,
+    that hour gives the models, every column kind as exact Python values and Arrow types."""
+    rng, typed_rng = random.Random(f"oracle-{fmt}"), random.Random(f"typed-{fmt}")
+    tables, changes, model, typed_changes, typed_rows = streams(rng, typed_rng, fmt)
+    source = source_for(fmt, tmp_path, **wire.settings(fmt, (*tables, wire.TYPED)))
+    export_shuffled(rng, fmt, source, changes, tables, HOURS[:1])
+    export_shuffled(typed_rng, fmt, source, typed_changes, (wire.TYPED,), HOURS[:1])
+
+    rows = parsed_rows(spark, source, sorted(Path(source.export_uri).rglob("*.json")))
+    run(spark, source, HOURS[:1])
+
+    assert {row["outcome"] for row in rows} == {"data", "ddl"} - ({"ddl"} if fmt in wire.WITHOUT_DDL else set())
+    random_stream = [row for row in rows if row["table"] != wire.TYPED.name]  # its values compare as text
+    assert [described(c) for c in distinct_changes(random_stream, by_order, fmt)] == [described(c) for c in changes]
+    assert_equal_to_model(source, tables, model)
+    assert_typed(source, fmt, typed_rows)
+
+
+def streams(
+    rng: random.Random, typed_rng: random.Random, fmt: str
+) -> tuple[tuple[wire.Table, ...], list[wire.Change], Model, list[wire.Change], dict[int, dict]]:
+    """The oracle's two streams in format `fmt`: a random stream over a keyed and a keyless table (keyed only
+    where the export position orders) with truncates where the format can send them, its model; then 40
+    changes to the table of every column kind, and the rows they leave."""
+    # DebeziumSmt messages carry no ordering key, so two identical ones in an hour count once (docs/semantics.md)
+    tables = (wire.ITEMS,) if fmt in wire.ORDERED_BY_EXPORT_POSITION else (wire.ITEMS, wire.EVENTS)
+    changes, model = stream(rng, tables, truncates=fmt not in wire.WITHOUT_DDL)
+    # after the random stream's sequence numbers (1-80), as one source's would be
+    typed_changes, typed_rows = typed_stream(typed_rng, 40, millis=fmt in MILLISECOND_CLOCKS, first_seq=101)
+    return tables, changes, model, typed_changes, typed_rows
+
+
+def assert_typed(source: SourceConfig, fmt: str, typed_rows: dict[int, dict]) -> None:
+    """The table of every column kind holds exactly the model's rows as the Python values of the Arrow types
+    the format's declarations (or its configured `column_types`) give."""
     assert silver_schema(source, wire.DB, wire.TYPED.name) == LOADED_TYPES[fmt]
     expected = [loaded(fmt, row) for row in typed_rows.values()]
     assert _by_key(silver_rows(source, wire.DB, wire.TYPED.name)) == _by_key(expected)
@@ -265,25 +309,30 @@ def _by_key(rows: list[dict]) -> dict:
 
 
 def export_shuffled(
-    rng: random.Random, fmt: str, source: SourceConfig, changes: list[wire.Change], tables: tuple[wire.Table, ...]
-) -> list:
-    """Writes the changes' messages in format `fmt` as two hours' export files, each table its own topic:
+    rng: random.Random,
+    fmt: str,
+    source: SourceConfig,
+    changes: list[wire.Change],
+    tables: tuple[wire.Table, ...],
+    hours: list[datetime],
+) -> list[datetime]:
+    """Writes the changes' messages in format `fmt` as the hours' export files, each table its own topic:
     shuffled with re-deliveries, or in order for a format without an ordering key. Returns the hours in the
     order to load them (later hours last where the export position orders)."""
     messages = [(change.table, line) for change in changes for line in wire.WRITERS[fmt](change)]
     if fmt in wire.ORDERED_BY_EXPORT_POSITION:
-        part = len(messages) // len(HOURS)
-        last = len(HOURS) - 1
-        by_hour = {hour: messages[i * part : (i + 1) * part if i < last else None] for i, hour in enumerate(HOURS)}
-        order = HOURS  # later hours win: they must hold the later messages
+        part = len(messages) // len(hours)
+        last = len(hours) - 1
+        by_hour = {hour: messages[i * part : (i + 1) * part if i < last else None] for i, hour in enumerate(hours)}
+        order = hours  # later hours win: they must hold the later messages
     else:
         # delivered twice; without offsets a keyless table's message re-delivered in another file is a new message
         # unless the format's sequence identifies it (docs/semantics.md, "The total order")
         redeliverable = [m for m in messages if m[0].key or FORMATS[fmt].sequence_identifies]
         messages += rng.sample(redeliverable, 10)
         rng.shuffle(messages)
-        by_hour = {hour: messages[i :: len(HOURS)] for i, hour in enumerate(HOURS)}
-        order = rng.sample(HOURS, len(HOURS))
+        by_hour = {hour: messages[i :: len(hours)] for i, hour in enumerate(hours)}
+        order = rng.sample(hours, len(hours))
     for hour, hour_messages in by_hour.items():
         for table in tables:
             lines = [line for t, line in hour_messages if t == table]
@@ -453,33 +502,20 @@ def positioned(fmt: str, changes: list[wire.Change]) -> list[layouts.Positioned]
 DELIVERY_HOURS = [wire.BASE + timedelta(hours=h) for h in range(4)]
 
 
-@settings(
-    max_examples=1,  # plus the explicit examples: each loads four hours and one again (about 30 s)
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(
-    fmt=st.sampled_from(["canal_json", "debezium_json", "debezium_smt"]),
-    layout=st.sampled_from(["kcat", "offset_names"]),
-    seed=st.integers(min_value=0, max_value=2**16),
-)
-@example(fmt="debezium_smt", layout="offset_names", seed=1)
-@example(fmt="debezium_json", layout="kcat", seed=2)
-def test_ties_and_redeliveries_in_any_delivery_and_hour_order_load_to_the_model(
-    spark, tmp_path_factory, fmt, layout, seed
-):
-    """Equal clocks in runs of changes (Canal `es`/`id`, Debezium `ts_ms`; DebeziumSmt has none), delivered with
-    their offsets (kcat envelopes or offset-named files) in a random hour each, some re-delivered 1-3 hours
-    later or earlier, the hours loaded in a random order and one of them again: the tables equal the model."""
+# one clock that ties (Canal `es`/`id`; Debezium's `ts_ms` ties as it does) and the format without an ordering
+# key, each in one of the layouts that give offsets: each case loads four hours and one again (about 25 s)
+@pytest.mark.parametrize(("fmt", "layout", "seed"), [("canal_json", "kcat", 0), ("debezium_smt", "offset_names", 1)])
+def test_ties_and_redeliveries_in_any_delivery_and_hour_order_load_to_the_model(spark, tmp_path, fmt, layout, seed):
+    """Equal clocks in runs of changes (DebeziumSmt has none), delivered with their offsets (kcat envelopes or
+    offset-named files) in a random hour each, some re-delivered 1-3 hours later or earlier, the hours loaded in
+    a random order and one of them again: the tables equal the model."""
     rng = random.Random(seed)
     tables = (wire.ITEMS,) if fmt in wire.ORDERED_BY_EXPORT_POSITION else (wire.ITEMS, wire.EVENTS)
     changes, model = stream(rng, tables, truncates=False)
     changes = tied(rng, changes[:30])
     model = _replayed(changes)
-    exports = tmp_path_factory.mktemp("ties")
     framing = {"export_layout": "kcat"} if layout == "kcat" else {}
-    source = source_for(fmt, exports, **wire.settings(fmt, tables), **framing)
+    source = source_for(fmt, tmp_path, **wire.settings(fmt, tables), **framing)
     for delivery in layouts.deliveries(rng, positioned(fmt, changes), len(DELIVERY_HOURS), layout, redelivered=6):
         write_export_file(source, delivery.name, delivery.content, DELIVERY_HOURS[delivery.hour])
     order = rng.sample(DELIVERY_HOURS, len(DELIVERY_HOURS))
