@@ -20,7 +20,7 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lakeloader.apply.key_actions import key_actions, table_shapes, with_order
+from lakeloader.apply.key_actions import batch_tables, key_actions, with_order
 from lakeloader.apply.step import read_bronze, with_segments
 from lakeloader.core.config import SourceConfig
 from lakeloader.core.storage import open_store, spark_path
@@ -82,7 +82,7 @@ def run_formats(spark: SparkSession, probe: Probe, formats: list[str], n: int, w
         data = with_segments(read_bronze(spark, store, source.name, HOUR).where(F.col("kind") == C.DATA), {})
         data = with_order(data, fmt)
         with probe.phase(f"{ORDER}: {fmt}", messages) as order:
-            actions = key_actions(data, table_shapes(data, {}), fmt)
+            actions = key_actions(data, batch_tables(data, {}).shapes, fmt)
             actions = actions.persist(StorageLevel.MEMORY_AND_DISK)
             order.details["actions"] = actions.count()
             actions.unpersist()

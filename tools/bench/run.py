@@ -22,7 +22,7 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lakeloader.apply.key_actions import key_actions, table_shapes, with_order
+from lakeloader.apply.key_actions import batch_tables, key_actions, with_order
 from lakeloader.apply.step import read_bronze, run_apply, silver_uri, typed_change_set, with_segments
 from lakeloader.core.storage import Store, open_store, spark_path
 from lakeloader.engine.deltars import DeltaRsEngine
@@ -147,7 +147,7 @@ def order_and_collect(spark: SparkSession, probe: Probe, store: Store, hour: dat
     data = with_segments(read_bronze(spark, store, SOURCE, hour).where(F.col("kind") == C.DATA), {})
     data = with_order(data, "dataworks_json")  # the bench source (workspace.py)
     with probe.phase(ORDER, changes) as record:
-        shapes = table_shapes(data, {})
+        shapes = batch_tables(data, {}).shapes
         actions = key_actions(data, shapes, "dataworks_json")
         actions = actions.persist(StorageLevel.MEMORY_AND_DISK)
         record.details["actions"] = actions.count()

@@ -117,13 +117,6 @@ def with_order(data: DataFrame, fmt: str) -> DataFrame:
     return data.withColumns({"identity": message_identity(fmt), POSITION: position(rank, identified_by_sequence(fmt))})
 
 
-def change_counts(data: DataFrame) -> dict[tuple[str, str], tuple[int, int]]:
-    """Per table: (changes, duplicates), a duplicate being a further copy of a message in the batch."""
-    copies = data.groupBy("db", "table", "identity").count()
-    totals = copies.groupBy("db", "table").agg(F.sum("count").alias("n"), F.sum(F.col("count") - 1).alias("d"))
-    return {(r["db"], r["table"]): (r["n"], r["d"]) for r in totals.collect()}
-
-
 @dataclass(frozen=True)
 class TableShape:
     """What the batch says about one table: its columns in order with Spark types, and its key."""
@@ -139,9 +132,19 @@ class TableShape:
         return f"{self.db}.{self.table}"
 
 
-def table_shapes(data: DataFrame, key_overrides: dict[str, list[str]]) -> list[TableShape]:
+@dataclass(frozen=True)
+class BatchTables:
+    """What a batch holds per table: its shape per segment, and its changes and duplicates (further copies of
+    a message in the batch)."""
+
+    shapes: list[TableShape]
+    counts: dict[tuple[str, str], tuple[int, int]]
+
+
+def batch_tables(data: DataFrame, key_overrides: dict[str, list[str]]) -> BatchTables:
     """Columns (the widest of their declared types, `_widest_types`; first-declared position) and key of every
-    table and segment in the batch (`data` has a `segment` column; see lakeloader.apply.step).
+    table and segment in the batch (`data` has a `segment` column; see lakeloader.apply.step), and each table's
+    counts, in two small jobs.
 
     Key precedence: `key_overrides` (configured or recorded keys), then the table's latest declared
     primary key; none at all is an empty key (a multiset table, `lakeloader.apply.multiset`).
@@ -157,12 +160,22 @@ def table_shapes(data: DataFrame, key_overrides: dict[str, list[str]]) -> list[T
         .collect()
     )
     widest = _widest_types(columns)
-    keys = {
-        (r["db"], r["table"]): r["key"]
-        for r in data.groupBy("db", "table")
-        .agg(F.max_by("primary_key", F.when(F.col("primary_key").isNotNull(), order)).alias("key"))
+    keyed_order = F.when(F.col("primary_key").isNotNull(), order)  # max_by passes over a NULL order
+    messages = data.groupBy("db", "table", "identity").agg(
+        F.count("*").alias("copies"),
+        F.max_by("primary_key", keyed_order).alias("key"),
+        F.max(keyed_order).alias("key_order"),
+    )
+    tables = (
+        messages.groupBy("db", "table")
+        .agg(
+            F.sum("copies").alias("changes"),
+            F.sum(F.col("copies") - 1).alias("duplicates"),
+            F.max_by("key", "key_order").alias("key"),
+        )
         .collect()
-    }
+    )
+    keys = {(r["db"], r["table"]): r["key"] for r in tables}
     by_segment: dict[tuple[str, str, int], list] = {}
     for row in widest:
         by_segment.setdefault((row["db"], row["table"], row["segment"]), []).append(row)
@@ -171,7 +184,8 @@ def table_shapes(data: DataFrame, key_overrides: dict[str, list[str]]) -> list[T
         ordered = [(r["name"], r["type"]) for r in sorted(rows, key=lambda r: (r["pos"], r["name"]))]
         key = key_overrides.get(f"{db}.{table}") or keys.get((db, table)) or []
         shapes.append(TableShape(db, table, ordered, list(key), segment))
-    return shapes
+    counts = {(r["db"], r["table"]): (r["changes"], r["duplicates"]) for r in tables}
+    return BatchTables(shapes, counts)
 
 
 def _widest_types(rows: list) -> list[dict]:

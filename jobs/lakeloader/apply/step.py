@@ -51,7 +51,7 @@ from lakeloader.apply.ddl.events import DdlEvent, ddl_events, record_history
 from lakeloader.apply.ddl.moves import Order, TableMove, read_moves, resolve, with_moves
 from lakeloader.apply.ddl.types import spark_type_of_arrow
 from lakeloader.apply.ddl.widening import widest
-from lakeloader.apply.key_actions import POSITION, TableShape, change_counts, key_actions, table_shapes, with_order
+from lakeloader.apply.key_actions import POSITION, TableShape, batch_tables, key_actions, with_order
 from lakeloader.apply.multiset import multiset_actions
 from lakeloader.apply.silver import (
     Rejection,
@@ -100,7 +100,7 @@ def typed_change_set(
 
     def unfit(name: str, spark_type: str) -> Column:
         """The column's name when its text is not a value of the segment's type (declared by an earlier
-        message of the batch, `ordering.table_shapes`), so the change is rejected rather than loaded as NULL."""
+        message of the batch, `key_actions.batch_tables`), so the change is rejected rather than loaded as NULL."""
         return F.when(F.element_at("image", F.lit(name)).isNotNull() & typed(name, spark_type).isNull(), F.lit(name))
 
     selected = (F.col("db") == shape.db) & (F.col("table") == shape.table) & (F.col("segment") == shape.segment)
@@ -204,7 +204,8 @@ def apply_changes(
     configured = {source.table_name(name): list(key) for name, key in source.primary_keys.items()}
     held_back: dict[str, dict] = {}
     shapes = []
-    for shape in table_shapes(data, configured):
+    in_batch = batch_tables(data, configured)
+    for shape in in_batch.shapes:
         try:
             shapes.append(_keyed(engine, lake, source.name, shape, configured))
         except Exception as error:
@@ -217,7 +218,7 @@ def apply_changes(
     around_ddl = [_multiset_segment(s) for s in shapes if not s.key and (s.db, s.table) in events_by_table]
     keyless = counted_once + around_ddl
     shapes = keyed + keyless
-    counts_per_table = change_counts(data)
+    counts_per_table = in_batch.counts
     multisets = _Multisets(engine, lake, source, data, log, moves, identities)
     actions = None
     if keyed:

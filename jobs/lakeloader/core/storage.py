@@ -54,7 +54,8 @@ class Store(Protocol):
         ...
 
     def delete_tree(self, prefix: str) -> None:
-        """Delete every object under `prefix/` (scratch zones only); nothing there is not an error."""
+        """Delete every object under `prefix/` (scratch zones, or an output its step rewrites whole); nothing there
+        is not an error."""
         ...
 
     def create_exclusive(self, key: str, data: bytes) -> bool:

@@ -1,9 +1,10 @@
 """Parse step: one hour's landed files -> canonical change log (bronze) + quarantine, and their counts.
 
-Both outputs are overwritten per hour, so rerunning an hour reproduces them. Every line lands in exactly
-one of: bronze (data, ddl, heartbeat, control), excluded (a table outside the source's include list), or
-quarantine (with the reason). The report counts lines read and, per outcome, canonical rows: a message
-holding several rows (Canal) counts once as a line and once per row.
+Both outputs are overwritten per hour, so rerunning an hour reproduces them (an hour without quarantined
+messages has no quarantine directory). Every line lands in exactly one of: bronze (data, ddl, heartbeat,
+control), excluded (a table outside the source's include list), or quarantine (with the reason). The report
+counts lines read and, per outcome, canonical rows: a message holding several rows (Canal) counts once as a
+line and once per row.
 """
 
 from __future__ import annotations
@@ -100,13 +101,15 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
     classified = classified.withColumn("text", F.when(F.col(OUTCOME) == QUARANTINED, F.col("text")))
     classified = classified.persist(StorageLevel.DISK_ONLY)
     try:
+        report = _report(classified, source.name, hour_text, len(manifest))
         bronze_rows(classified).write.mode("overwrite").parquet(
             spark_path(lake.child(zones.bronze_changes_dir(source.name, hour)))
         )
-        quarantine_rows(classified).write.mode("overwrite").parquet(
-            spark_path(lake.child(zones.bronze_quarantine_dir(source.name, hour)))
-        )
-        report = _report(classified, source.name, hour_text, len(manifest))
+        quarantine = zones.bronze_quarantine_dir(source.name, hour)
+        if report["outcomes"][QUARANTINED]:
+            quarantine_rows(classified).write.mode("overwrite").parquet(spark_path(lake.child(quarantine)))
+        else:  # no directory rather than a Spark job writing an empty one; a rerun removes an earlier run's
+            lake.delete_tree(quarantine)
     finally:
         classified.unpersist()
     lake.write_bytes(zones.run_report_key(source.name, hour, "parse"), json.dumps(report, indent=1).encode())
