@@ -6,13 +6,13 @@ import glob
 import os
 import sys
 
-from pyspark import SparkConf
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from lakeloader.core.storage import Store, spark_path
 
-# Set unless spark-submit (--conf) or the cluster already set them.
+# Set unless the session's `conf`, spark-submit's --conf or the conf dir's spark-defaults.conf already set them.
 DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",  # canonical timestamps are UTC text
     "spark.sql.shuffle.partitions": "8",  # hourly batches; adaptive execution coalesces further
@@ -28,21 +28,29 @@ DEFAULTS = {
 
 def spark_session(app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
     """The active session, or a new one; `master` only for runs outside spark-submit (local runner, tests);
-    `conf` adds settings (e.g. the benchmark's spark.driver.memory)."""
-    submitted = SparkConf()
-    builder = SparkSession.builder.appName(app_name)
-    if master and not submitted.contains("spark.master"):
-        builder = builder.master(master).config("spark.ui.enabled", "false")
+    `conf` adds settings (e.g. the benchmark's spark.driver.memory); DEFAULTS fill in the rest."""
+    options = {key: expand_jars(value) if key == "spark.jars" else value for key, value in (conf or {}).items()}
+    if master:
+        options = {"spark.master": master, "spark.ui.enabled": "false", **options}
         # local Python workers (DTS Avro's decoder) on this interpreter, which has the project's packages
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    for key, value in DEFAULTS.items():
-        if not submitted.contains(key):
-            builder = builder.config(key, value)
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, expand_jars(value) if key == "spark.jars" else value)
+    given = driver_settings(options)
+    defaults = {key: value for key, value in DEFAULTS.items() if key not in options and not given.contains(key)}
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in {**defaults, **options}.items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+def driver_settings(launch: dict[str, str]) -> SparkConf:
+    """The settings the driver's JVM holds: spark-submit's --conf and the conf dir's spark-defaults.conf (and
+    `launch` when this call starts the JVM). The JVM is started first, or joined under spark-submit: before
+    that a SparkConf is empty, so DEFAULTS could not see what was set, and a session's settings override
+    everything the JVM was given."""
+    SparkContext._ensure_initialized(conf=SparkConf().setAll(list(launch.items())))
+    return SparkConf()
 
 
 def expand_jars(jars: str) -> str:
