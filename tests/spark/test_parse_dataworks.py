@@ -202,6 +202,45 @@ def test_line_numbers_are_exact_across_gzip_files_and_split_chunks(spark, tmp_pa
     assert numbered[("small.json.gz", 2)] == good
 
 
+def test_a_few_small_files_read_one_scan_each_number_their_lines_as_the_chunked_reading_does(spark, tmp_path):
+    """With their sizes known, files Spark reads in one chunk are numbered without a shuffle (a scan and a
+    partition each): the same lines and numbers as the chunked reading, for blank lines, CRLF, gzip and an
+    empty file; a file larger than a chunk can be is read chunked."""
+    good = (FIXTURES / "seed_001.jsonl").read_text().splitlines()[0]
+    files = {
+        "a.json": ("\n".join([good, "", "x", good]) + "\n").encode(),
+        "b.json": (b"one\r\ntwo\r\n\r\nthree"),
+        "c.json.gz": gzip.compress(("garbage\n" + good + "\n").encode()),
+        "empty.json": b"",
+    }
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    paths = [f"file://{tmp_path / name}" for name in files]
+    sizes = {f"file://{tmp_path / name}": len(content) for name, content in files.items()}
+
+    def numbered(frame) -> list[tuple]:
+        return sorted((r["origin_file"].rsplit("/", 1)[-1], r["origin_line"], r["text"]) for r in frame.collect())
+
+    per_file = read_numbered_lines(spark, paths, "shop", "h", sizes)
+    chunked = read_numbered_lines(spark, paths, "shop", "h")
+
+    assert "Exchange" not in per_file._jdf.queryExecution().executedPlan().toString()
+    assert "Exchange" in chunked._jdf.queryExecution().executedPlan().toString()
+    assert numbered(per_file) == numbered(chunked)
+    assert numbered(per_file)[:4] == [("a.json", 1, good), ("a.json", 2, ""), ("a.json", 3, "x"), ("a.json", 4, good)]
+    assert [(n, line, text) for n, line, text in numbered(per_file) if n == "b.json"] == [
+        ("b.json", 1, "one"),
+        ("b.json", 2, "two"),
+        ("b.json", 3, ""),
+        ("b.json", 4, "three"),
+    ]
+    spark.conf.set("spark.sql.files.openCostInBytes", "8")  # a.json is now larger than a chunk may be
+    try:
+        assert "Exchange" in read_numbered_lines(spark, paths, "shop", "h", sizes)._jdf.queryExecution().toString()
+    finally:
+        spark.conf.unset("spark.sql.files.openCostInBytes")
+
+
 def test_run_parse_writes_bronze_quarantine_and_counts_that_add_up(spark, tmp_path):
     exports, lake = tmp_path / "exports", tmp_path / "lake"
     exports.mkdir()

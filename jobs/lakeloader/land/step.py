@@ -191,6 +191,7 @@ class RawFiles:
     paths: list[str]
     damaged: frozenset[str] = frozenset()
     export_keys: dict[str, str] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)  # bytes per path, as landed
 
 
 def raw_files(lake: Store, entries: Iterable[LandedFile]) -> RawFiles:
@@ -200,6 +201,7 @@ def raw_files(lake: Store, entries: Iterable[LandedFile]) -> RawFiles:
         paths=paths,
         damaged=frozenset(path for path, e in zip(paths, entries, strict=True) if e.damage),
         export_keys={name: e.export_key for e in entries if (name := zones.raw_copy_name(e.raw_key)) != e.export_key},
+        sizes={path: e.size for path, e in zip(paths, entries, strict=True)},
     )
 
 

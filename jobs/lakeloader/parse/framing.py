@@ -92,7 +92,7 @@ def read_messages(spark: SparkSession, files: RawFiles, source: SourceConfig, ba
     for path in files.paths:
         by_reading[_reading(path, files.damaged)].append(path)
     text_paths, prefixed, salvaged, unread = by_reading.values()
-    lines = read_numbered_lines(spark, text_paths, source.name, batch_hour)
+    lines = read_numbered_lines(spark, text_paths, source.name, batch_hour, files.sizes)
     if salvaged:
         salvaged_lines = salvaged_gzip_lines(spark, salvaged, source.name, batch_hour)
         framing_error = F.col(FRAMING_ERROR)

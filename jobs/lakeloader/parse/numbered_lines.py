@@ -2,42 +2,87 @@
 
 Line numbers are exact and computed in the JVM: within one scanned file chunk the row ids of
 monotonically_increasing_id are consecutive, so a line's number is its offset inside the chunk plus the
-number of lines in the file's earlier chunks (a small aggregate, broadcast back).
+number of lines in the file's earlier chunks (a small aggregate, broadcast back). An hour of a few files that
+Spark cannot split (each no larger than a split can be, or gzip) is read one scan per file instead: each file
+is then one partition, and a line's number its row's offset in the partition, with no shuffle (a small hour's
+parse ran 6 Spark jobs for its report, 4 of them for the numbering).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from lakeloader.core import zones
+from lakeloader.core.compression import GZIP_SUFFIX
 
 LINE_COLUMNS = ("source", "batch_hour", "origin_file", "origin_line", "text")
 
 
-def read_numbered_lines(spark: SparkSession, paths: list[str], source: str, batch_hour: str) -> DataFrame:
-    """Columns: source, batch_hour, origin_file (the export file's name), origin_line (1-based), text."""
+PER_FILE_SCANS = 32  # at most this many files are read one scan each (more would make a large plan)
+_ROW_BITS = 33  # monotonically_increasing_id: the partition index above the row's offset in its partition
+
+
+def read_numbered_lines(
+    spark: SparkSession, paths: list[str], source: str, batch_hour: str, sizes: Mapping[str, int] | None = None
+) -> DataFrame:
+    """Columns: source, batch_hour, origin_file (the export file's name), origin_line (1-based), text. `sizes`
+    (bytes per path, where known) lets a few small files be read one scan each (module docstring)."""
     if not paths:
         return spark.createDataFrame(
             [], "source string, batch_hour string, origin_file string, origin_line long, text string"
         )
-    scanned = spark.read.text(paths).select(
+    if len(paths) <= PER_FILE_SCANS and all(_unsplit(spark, path, (sizes or {}).get(path)) for path in paths):
+        numbered = reduce(DataFrame.unionAll, [_one_file(spark, path) for path in paths])
+    else:
+        numbered = _by_chunks(_scanned(spark, paths))
+    return numbered.select(
+        F.lit(source).alias("source"),
+        F.lit(batch_hour).alias("batch_hour"),
+        export_name(F.col("path")).alias("origin_file"),
+        "origin_line",
+        "text",
+    )
+
+
+def _scanned(spark: SparkSession, paths: list[str]) -> DataFrame:
+    return spark.read.text(paths).select(
         F.col("value").alias("text"),
         F.col("_metadata.file_path").alias("path"),
         F.col("_metadata.file_block_start").alias("block"),
         F.monotonically_increasing_id().alias("row_id"),
     )
+
+
+def _one_file(spark: SparkSession, path: str) -> DataFrame:
+    """The lines of a file read in one chunk, numbered by their offset in its one partition (the row id less
+    the partition's index, both taken in the scan's own projection: above a union the index is the union's)."""
+    offset = F.monotonically_increasing_id() - F.shiftleft(F.spark_partition_id().cast("long"), _ROW_BITS)
+    return spark.read.text(path).select(
+        F.col("value").alias("text"), F.col("_metadata.file_path").alias("path"), (offset + 1).alias("origin_line")
+    )
+
+
+def _by_chunks(scanned: DataFrame) -> DataFrame:
+    """The lines numbered by their offset in their chunk plus the lines of the file's earlier chunks."""
     chunks = scanned.groupBy("path", "block").agg(F.min("row_id").alias("first_id"), F.count("*").alias("lines"))
     earlier = Window.partitionBy("path").orderBy("block").rowsBetween(Window.unboundedPreceding, -1)
     chunks = chunks.withColumn("lines_before", F.coalesce(F.sum("lines").over(earlier), F.lit(0)))
     numbered = scanned.join(F.broadcast(chunks), ["path", "block"])
-    return numbered.select(
-        F.lit(source).alias("source"),
-        F.lit(batch_hour).alias("batch_hour"),
-        export_name(F.col("path")).alias("origin_file"),
-        (F.col("row_id") - F.col("first_id") + F.col("lines_before") + 1).alias("origin_line"),
-        "text",
-    )
+    line = F.col("row_id") - F.col("first_id") + F.col("lines_before") + 1
+    return numbered.select("text", "path", line.alias("origin_line"))
+
+
+def _unsplit(spark: SparkSession, path: str, size: int | None) -> bool:
+    """Whether Spark reads the file in one chunk: gzip is never split, and a file no larger than
+    spark.sql.files.openCostInBytes (and maxPartitionBytes) never is, whatever the other files of the scan."""
+    if path.endswith(GZIP_SUFFIX):
+        return True
+    conf = spark._jsparkSession.sessionState().conf()
+    return size is not None and size <= min(conf.filesOpenCostInBytes(), conf.filesMaxPartitionBytes())
 
 
 def export_name(path: F.Column) -> F.Column:
