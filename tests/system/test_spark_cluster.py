@@ -44,7 +44,9 @@ def test_the_dags_spark_submit_steps_on_a_standalone_cluster_load_a_random_strea
 
     monkeypatch.setattr(test_ddl_oracle, "STEPS_PER_HOUR", STEPS_PER_HOUR)
     monkeypatch.setattr(test_ddl_oracle, "HOURS", HOURS)
-    source, models, config = stream_source(tmp_path, SEED, lake_root=f"s3://{s3_bucket}/lake", s3_endpoint_url=s3_endpoint)
+    source, models, config = stream_source(
+        tmp_path, SEED, lake_root=f"s3://{s3_bucket}/lake", s3_endpoint_url=s3_endpoint
+    )
     # the executors compile with C1 only, as the drivers of the steps the tests submit do (tests/conftest.py: C1_ONLY)
     test_conf = {"spark.executor.defaultJavaOptions": C1_ONLY}
     conf = [
