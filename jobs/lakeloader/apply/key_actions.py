@@ -24,6 +24,7 @@ from lakeloader.apply.ddl.widening import widest
 from lakeloader.core.format_registry import FORMATS, may_send_partial_images
 from lakeloader.engine import base as E
 from lakeloader.parse import canonical as C
+from lakeloader.spark import collect_together
 
 BEFORE_HALF_RANK, DEFAULT_RANK = 0, 1
 POSITION = "position"
@@ -144,7 +145,7 @@ class BatchTables:
 def batch_tables(data: DataFrame, key_overrides: dict[str, list[str]]) -> BatchTables:
     """Columns (the widest of their declared types, `_widest_types`; first-declared position) and key of every
     table and segment in the batch (`data` has a `segment` column; see lakeloader.apply.step), and each table's
-    counts, in two small jobs.
+    counts, from two small aggregates collected together.
 
     Key precedence: `key_overrides` (configured or recorded keys), then the table's latest declared
     primary key; none at all is an empty key (a multiset table, `lakeloader.apply.multiset`).
@@ -157,9 +158,7 @@ def batch_tables(data: DataFrame, key_overrides: dict[str, list[str]]) -> BatchT
         declared.select(*group, "order", F.posexplode("columns").alias("pos", "column"))
         .groupBy(*group, F.col("column.name").alias("name"), F.col("column.type").alias("type"))
         .agg(F.min("order").alias("first"), F.min("pos").alias("pos"))
-        .collect()
     )
-    widest = _widest_types(columns)
     keyed_order = F.when(F.col("primary_key").isNotNull(), order)  # max_by passes over a NULL order
     messages = data.groupBy("db", "table", "identity").agg(
         F.count("*").alias("copies"),
@@ -173,8 +172,9 @@ def batch_tables(data: DataFrame, key_overrides: dict[str, list[str]]) -> BatchT
             F.sum(F.col("copies") - 1).alias("duplicates"),
             F.max_by("key", "key_order").alias("key"),
         )
-        .collect()
     )
+    declared_columns, tables = collect_together(columns, tables)
+    widest = _widest_types(declared_columns)
     keys = {(r["db"], r["table"]): r["key"] for r in tables}
     by_segment: dict[tuple[str, str, int], list] = {}
     for row in widest:
