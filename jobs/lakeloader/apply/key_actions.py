@@ -165,7 +165,7 @@ def batch_tables(data: DataFrame, key_overrides: dict[str, list[str]]) -> BatchT
         F.max_by("primary_key", keyed_order).alias("key"),
         F.max(keyed_order).alias("key_order"),
     )
-    tables = (
+    per_table = (
         messages.groupBy("db", "table")
         .agg(
             F.sum("copies").alias("changes"),
@@ -173,7 +173,7 @@ def batch_tables(data: DataFrame, key_overrides: dict[str, list[str]]) -> BatchT
             F.max_by("key", "key_order").alias("key"),
         )
     )
-    declared_columns, tables = collect_together(columns, tables)
+    declared_columns, tables = collect_together(columns, per_table)
     widest = _widest_types(declared_columns)
     keys = {(r["db"], r["table"]): r["key"] for r in tables}
     by_segment: dict[tuple[str, str, int], list] = {}
