@@ -76,7 +76,7 @@ def test_a_truncate_empties_a_multiset_and_older_copies_arriving_late_do_not_cou
     assert in_order == shuffled == Counter({("a", 1): 1, ("b", 2): 1})
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(min_value=0, max_value=2**32 - 1))
 def test_random_streams_over_few_contents_equal_the_multiset_model(spark, tmp_path_factory, seed):
     """Inserts of few distinct contents (so copies pile up), deletes and updates of existing copies (both

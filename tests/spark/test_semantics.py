@@ -210,7 +210,7 @@ def test_tombstones_expire_after_the_retention(tmp_path):
     assert table_rows(table) == [(1, "old", None)]  # documented limit: after the retention, late data lands
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(min_value=0, max_value=2**32 - 1))
 def test_random_streams_in_shuffled_hours_equal_the_model(spark, tmp_path_factory, seed):
     """The oracle: random inserts/updates (both modes, key changes)/deletes over few keys, applied to a

@@ -112,12 +112,12 @@ def delta_spark_loads(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, L
 
 
 def _semantics_stream(root: Path) -> tuple[Loaded, list[datetime]]:
-    """tests/spark/test_semantics.py's oracle stream with one seed; the first hour also carries 3,000 inserts of
-    2 KB into another table (6 MB of change set)."""
+    """tests/spark/test_semantics.py's oracle stream with one seed; the first hour also carries 1,000 inserts of
+    2 KB into another table (2 MB of change set)."""
     files, model, order = random_stream(7)
     rng = random.Random(5)
     docs = dw.TableSpec("shop", "docs", (("id", "LONG"), ("body", "STRING")), ("id",))
-    bodies = [{"id": i, "body": rng.randbytes(1_000).hex()} for i in range(3_000)]
+    bodies = [{"id": i, "body": rng.randbytes(1_000).hex()} for i in range(1_000)]
     files[order[0]] += [line for i, row in enumerate(bodies) for line in dw.insert(docs, 1_000 + i, AT, row)]
     for hour, lines in files.items():
         write_export(root / "exports", hour, lines)
@@ -143,15 +143,15 @@ def test_delta_on_spark_loads_the_semantics_oracle_stream_to_the_model_and_never
 ) -> None:
     """tests/spark/test_semantics.py's oracle (inserts, updates in one or two messages, key changes, deletes,
     duplicates, hours shuffled, one replayed) with one seed, written by Delta on Spark under a driver that refuses
-    to receive 1 MB from any Spark action (`spark.driver.maxResultSize=1m`). The first hour also carries 3,000
-    inserts of 2 KB into another table (6 MB of change set); reading that table back to the driver as Arrow (what
+    to receive 1 MB from any Spark action (`spark.driver.maxResultSize=1m`). The first hour also carries 1,000
+    inserts of 2 KB into another table (2 MB of change set); reading that table back to the driver as Arrow (what
     the delta-rs path does with a change set) fails under the limit."""
     record, semantics, _ = delta_spark_loads
     source = semantics.source
     uri = Path(source.lake_root) / zones.silver_table_dir(source.name, "shop", "items")
     assert sorted((r["id"], r["name"], r["qty"]) for r in DeltaRsEngine().read(str(uri)).to_pylist()) == semantics.model
-    replayed = record["apply"][source.name]["shop.docs"]  # the replay of the first hour: 3,000 actions, nothing new
-    assert (replayed["actions"], replayed["inserted"], replayed["rows"]) == (3_000, 0, 3_000)
+    replayed = record["apply"][source.name]["shop.docs"]  # the replay of the first hour: 1,000 actions, nothing new
+    assert (replayed["actions"], replayed["inserted"], replayed["rows"]) == (1_000, 0, 1_000)
     assert "maxResultSize" in record["collect"][source.name]
 
 
