@@ -3,6 +3,10 @@ every format's optimized parse plan."""
 
 from __future__ import annotations
 
+import random
+import re
+from decimal import Decimal
+
 import pytest
 from format_support import source_for, write_export_file
 from pyspark.sql import functions as F
@@ -81,6 +85,44 @@ DECIMAL_5_2_FITS = dict(
 def test_decimal_fit_counts_significant_digits(spark):
     fits = evaluate(spark, lambda v: decimal_fits(v, F.lit("decimal(5,2)")), *DECIMAL_5_2_FITS)
     assert dict(zip(DECIMAL_5_2_FITS, fits, strict=True)) == DECIMAL_5_2_FITS
+
+
+def _fits_by_python(text: str, precision: int, scale: int) -> bool:
+    """The reference: Python's Decimal reads the text; its significant digits must fit decimal(p,s)."""
+    parts = re.fullmatch(r"[+-]?([0-9]*)(?:\.([0-9]*))?(?:[eE][+-]?[0-9]{1,6})?", text)
+    if parts is None or not (parts[1] or parts[2]):
+        return False
+    number = Decimal(text)
+    if number == 0:
+        return True
+    _, digits, exponent = number.normalize().as_tuple()
+    assert isinstance(exponent, int)
+    return max(0, -exponent) <= scale and max(0, len(digits) + exponent) <= precision - scale
+
+
+def _number_texts(rng: random.Random, n: int) -> list[str]:
+    """Number texts as sources write them, and malformed ones: signs, leading and trailing zeros, exponents."""
+    texts = []
+    for _ in range(n):
+        sign = rng.choice(["", "", "-", "+"])
+        whole = rng.choice(["", "0", "00"]) + "".join(rng.choices("0123456789", k=rng.randint(0, 8)))
+        fraction = rng.choice(["", "."]) + "".join(rng.choices("0123456789", k=rng.randint(0, 6)))
+        exponent = rng.choice(["", "", "", f"e{rng.randint(-9, 9)}", f"E+{rng.randint(0, 9)}", "e"])
+        text = sign + whole + (fraction if fraction.startswith(".") else "") + exponent
+        texts.append(rng.choice([text, text, text, text + "x", "-" + text, text.replace(".", "..")]))
+    return texts
+
+
+def test_decimal_fit_agrees_with_python_decimal_for_generated_texts_and_types(spark):
+    rng = random.Random(17)
+    types = [(5, 2), (20, 0), (38, 10), (3, 3)]
+    rows = [(text, f"decimal({p},{s})") for text in _number_texts(rng, 500) for p, s in types]
+    frame = spark.createDataFrame(rows, "v string, t string")
+    fits = [row[0] for row in frame.select(decimal_fits(F.col("v"), F.col("t"))).collect()]
+    expected = [_fits_by_python(text, *(int(x) for x in spark_type[8:-1].split(","))) for text, spark_type in rows]
+    mismatches = [(row, got, want) for row, got, want in zip(rows, fits, expected, strict=True) if got != want]
+    assert mismatches == []
+    assert 0.2 < sum(expected) / len(expected) < 0.8  # both outcomes are well represented
 
 
 def test_epoch_text_becomes_microseconds_truncating_beyond(spark):

@@ -165,13 +165,10 @@ def batch_tables(data: DataFrame, key_overrides: dict[str, list[str]]) -> BatchT
         F.max_by("primary_key", keyed_order).alias("key"),
         F.max(keyed_order).alias("key_order"),
     )
-    per_table = (
-        messages.groupBy("db", "table")
-        .agg(
-            F.sum("copies").alias("changes"),
-            F.sum(F.col("copies") - 1).alias("duplicates"),
-            F.max_by("key", "key_order").alias("key"),
-        )
+    per_table = messages.groupBy("db", "table").agg(
+        F.sum("copies").alias("changes"),
+        F.sum(F.col("copies") - 1).alias("duplicates"),
+        F.max_by("key", "key_order").alias("key"),
     )
     declared_columns, tables = collect_together(columns, per_table)
     widest = _widest_types(declared_columns)

@@ -52,7 +52,7 @@ from pyspark.sql import types as T
 
 from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
-from lakeloader.parse.formats import mysql_types
+from lakeloader.parse.formats import mysql_types, source_types
 from lakeloader.parse.formats.common import (
     STRING_ARRAY,
     OpTable,
@@ -131,13 +131,15 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         record["source_type"].isin(*MYSQL_SOURCES).alias("mysql_source"),
     )
     names = F.col("fields")["name"]
+    frame = frame.withColumn("declared", F.transform("fields", _declared))
+    resolve = mysql_types.resolver(frame, F.col("declared")["declaration"], BINARY_ENCODING)
     frame = frame.withColumns(
         {
-            "typed": F.transform("fields", _typed),
+            "typed": F.transform("declared", lambda d: _typed(d, resolve)),
             "raw_before": _raw_image(names, F.col("before_values")),
             "raw_after": _raw_image(names, F.col("after_values")),
         }
-    )
+    ).drop("declared")
     frame = with_configured_types(_with_batch_types(frame), source.column_types)
     frame = with_canonical_images(
         frame, mysql_types.converters(BINARY_ENCODING) | mysql_types.configured(BINARY_ENCODING)
@@ -173,28 +175,38 @@ def _db_and_table(object_name: Column) -> tuple[Column, Column]:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _typed(field: Column, i: Column) -> Column:
-    """struct(name, conv, type, informed) of field i: its MySQL declaration (or its value's branch) typed by
-    mysql_types; `informed` is false when the type is a fallback for want of a value."""
+def _declared(field: Column, i: Column) -> Column:
+    """struct(name, declaration, informed) of field i: the MySQL declaration of its type number (or of its value's
+    branch); `informed` is false when the declaration is a fallback for want of a value."""
     after, before = F.try_element_at(F.col("after_values"), i + 1), F.try_element_at(F.col("before_values"), i + 1)
     sample = F.coalesce(F.when(_has_value(after), after), F.when(_has_value(before), before))
     # bound once: the declaration uses the sample a dozen times, and composing Columns copies it each time
-    return let(sample, lambda value: _typed_by_sample(field, value))
+    return let(sample, lambda value: _declared_by_sample(field, value))
 
 
-def _typed_by_sample(field: Column, sample: Column) -> Column:
+def _declared_by_sample(field: Column, sample: Column) -> Column:
     number = field["type_number"]
     declaration = F.when(F.col("mysql_source"), _mysql_declaration(number, sample)).otherwise(
         _branch_declaration(sample)
     )
     fixed_by_number = F.col("mysql_source") & ~number.isin(*VALUE_TYPED_NUMBERS)
+    return F.struct(
+        field["name"].alias("name"),
+        declaration.alias("declaration"),
+        (sample.isNotNull() | fixed_by_number).alias("informed"),
+    )
+
+
+def _typed(declared: Column, resolve: source_types.Resolver) -> Column:
+    """struct(name, conv, type, informed) of a declared field, its declaration typed by mysql_types: a batch
+    repeats a handful of declarations, resolved once (`resolve`, source_types.resolver)."""
     return let(
-        mysql_types.resolve(declaration, BINARY_ENCODING),
+        resolve(declared["declaration"]),
         lambda resolved: F.struct(
-            field["name"].alias("name"),
+            declared["name"].alias("name"),
             resolved["conv"].alias("conv"),
             resolved["type"].alias("type"),
-            (sample.isNotNull() | fixed_by_number).alias("informed"),
+            declared["informed"].alias("informed"),
         ),
     )
 
