@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from lakeloader.core.config import SUPPORTED_FORMATS
 from lakeloader.land.step import RawFiles
 from lakeloader.parse.formats import ob_types
-from lakeloader.parse.formats.common import decimal_fits, epoch_micros, exact_numbers, integer_text
+from lakeloader.parse.formats.common import decimal_fits, epoch_micros, exact_numbers, extracted_int, integer_text
 from lakeloader.parse.framing import read_messages
 from lakeloader.parse.step import classify
 from tools.cdcgen import wire
@@ -123,6 +123,18 @@ def test_decimal_fit_agrees_with_python_decimal_for_generated_texts_and_types(sp
     mismatches = [(row, got, want) for row, got, want in zip(rows, fits, expected, strict=True) if got != want]
     assert mismatches == []
     assert 0.2 < sum(expected) / len(expected) < 0.8  # both outcomes are well represented
+
+
+def test_extracted_int_is_the_groups_number_or_null_where_the_pattern_does_not_match(spark):
+    precision = evaluate(
+        spark,
+        lambda v: extracted_int(v, r"^decimal\((-?[0-9]+),", 1),
+        "decimal(20,0)",
+        "decimal(-3,",
+        "varchar(20)",
+        "",
+    )
+    assert precision == [20, -3, None, None]
 
 
 def test_epoch_text_becomes_microseconds_truncating_beyond(spark):

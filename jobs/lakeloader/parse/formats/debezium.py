@@ -55,6 +55,7 @@ from lakeloader.parse.formats.common import (
     declare_names,
     epoch_micros,
     epoch_or_text,
+    extracted_int,
     finish,
     image_names,
     integer_text,
@@ -181,7 +182,7 @@ def _hex_bytes(v: Column, _type: Column | None = None) -> Column:
 
 def _decimal(v: Column, spark_type: Column) -> Column:
     """A decimal as a JSON number, or as JsonConverter's Base64 of the unscaled two's-complement bytes."""
-    scale = F.coalesce(F.regexp_extract(spark_type, r",([0-9]+)\)$", 1).try_cast("int"), F.lit(0))
+    scale = F.coalesce(extracted_int(spark_type, r",([0-9]+)\)$", 1), F.lit(0))
     numeric = v.rlike(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$")
     return let(F.when(numeric, v).otherwise(_unscaled_base64(v, scale)), lambda n: checked_decimal(n, spark_type))
 
@@ -366,7 +367,7 @@ def _row_fields(schema: Column) -> Column:
 
 def _beyond_spark_as_string(column: Column) -> Column:
     """A Decimal of more than 38 digits (checked against its declared decimal(p,s)) loads as its exact text."""
-    precision = F.regexp_extract(column["type"], r"^decimal\((\d+),", 1).try_cast("int")
+    precision = extracted_int(column["type"], r"^decimal\((\d+),", 1)
     relabelled = F.struct(column["name"].alias("name"), column["conv"].alias("conv"), F.lit("string").alias("type"))
     return F.when(precision > 38, relabelled).otherwise(column)
 

@@ -45,7 +45,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from lakeloader.parse.formats.common import let
+from lakeloader.parse.formats.common import extracted_int, let
 
 BINARY_TYPES = (
     "binary",
@@ -206,8 +206,8 @@ def resolve(
             text.alias("text"),
             F.regexp_extract(text, _BASE, 1).alias("base"),
             (F.lit(True) if signedness_unknown else text.rlike(r"\bunsigned\b")).alias("unsigned"),
-            F.coalesce(F.regexp_extract(text, _PRECISION, 1).try_cast("int"), F.lit(-1)).alias("precision"),
-            F.coalesce(F.regexp_extract(text, _SCALE, 1).try_cast("int"), F.lit(0)).alias("scale"),
+            F.coalesce(extracted_int(text, _PRECISION, 1), F.lit(-1)).alias("precision"),
+            F.coalesce(extracted_int(text, _SCALE, 1), F.lit(0)).alias("scale"),
             text.contains(",").alias("two_parameters"),
             F.coalesce(oracle_col, F.lit(False)).alias("oracle"),
         )
