@@ -75,10 +75,12 @@ def test_bench_formats_parses_each_formats_export_completely(spark, tmp_path: Pa
         "floor: canal_json",
         "textbook parse: canal_json",
         "parse: canal_json",
+        "table shapes: canal_json",
         "order+dedupe: canal_json",
         "textbook order+dedupe: canal_json",
         "floor: dts_avro",  # no JSON envelope: no textbook parse
         "parse: dts_avro",
+        "table shapes: dts_avro",
         "order+dedupe: dts_avro",
         "textbook order+dedupe: dts_avro",
     ]
