@@ -18,15 +18,11 @@ from lakeloader.parse.formats import ob_types, source_types
 from lakeloader.parse.formats.common import Converter, base64_text, checked_base64, configured_converters
 
 
-def resolve(declared: Column, binary_encoding: str) -> Column:
-    """struct(conv, type) for a declared MySQL type (NULL declaration: string), by the one mapping of
-    lakeloader.parse.formats.source_types; BIT is a number where binary values are ISO-8859-1 text (open-source
-    Canal sends a BIT's value as a number)."""
-    return source_types.resolve(declared, bit_as_number=binary_encoding == "latin1")
-
-
 def resolver(messages: DataFrame, declarations: Column, binary_encoding: str) -> source_types.Resolver:
-    """`resolve`, with the declarations of the batch's first messages resolved once (source_types.resolver)."""
+    """struct(conv, type) of a declared MySQL type (NULL declaration: string) by the one mapping of
+    lakeloader.parse.formats.source_types, the declarations of the batch's first messages resolved once
+    (source_types.resolver); BIT is a number where binary values are ISO-8859-1 text (open-source Canal sends a
+    BIT's value as a number)."""
     return source_types.resolver(messages, declarations, bit_as_number=binary_encoding == "latin1")
 
 
@@ -42,7 +38,7 @@ def configured(binary_encoding: str) -> dict[str, Converter]:
 
 
 def converters(binary_encoding: str) -> dict[str, Converter]:
-    """The converter of each `conv` that `resolve` assigns (other columns keep their text)."""
+    """The converter of each `conv` that `resolver` assigns (other columns keep their text)."""
     return {
         **ob_types.CONVERTERS,
         "binary": checked_base64 if binary_encoding == "base64" else _latin1_binary,
