@@ -165,3 +165,59 @@ def test_the_typed_sort_key_orders_changes_exactly_as_their_position_text(spark)
     # the same sequence of texts: o never ties two different texts, nor orders them otherwise
     assert [t for t, _ in by_order] == [t for t, _ in by_text]
     assert len({t for t, _ in by_text}) > 300
+
+
+def test_partial_images_fold_oldest_first_whatever_the_row_order_and_the_first_delivered_copy_decides(spark):
+    """A format that sends partial after-images (SharePlex): each key's actions fold in the total order, not in
+    the order Spark reads them, and of two copies of the deciding message (one offset, two hours) the one
+    delivered first is the one kept."""
+    from decimal import Decimal
+
+    from lakeloader.apply.key_actions import TableShape, key_actions
+
+    def change(seq: int, op: str, after: dict | None, partial: bool, hour: str, offset: int, key: int = 1) -> tuple:
+        before = {"id": str(key)} if op != "INSERT" else None
+        return (
+            "shop",
+            "items",
+            0,
+            op,
+            Decimal(seq),
+            Decimal(0),
+            None,
+            f"export-{hour}",
+            offset,
+            0,
+            offset,
+            hour,
+            before,
+            after,
+            partial,
+        )
+
+    h5, h6 = "2026-11-21T05", "2026-11-21T06"
+    rows = [
+        change(4, "UPDATE", {"id": "1", "qty": "4"}, True, h6, 40),  # the copy delivered second
+        change(3, "UPDATE", {"id": "1", "name": "c"}, True, h5, 30),
+        change(1, "INSERT", {"id": "1", "name": "a", "qty": "1"}, False, h5, 10),
+        change(4, "UPDATE", {"id": "1", "qty": "4"}, True, h5, 40),
+        change(2, "UPDATE", {"id": "1", "name": "b", "qty": "2"}, True, h5, 20),
+        change(2, "UPDATE", {"id": "2", "qty": "9"}, True, h5, 21, key=2),  # no full image in the batch
+        change(1, "DELETE", None, False, h6, 11, key=3),
+    ]
+    schema = (
+        "db string, table string, segment int, op string, seq decimal(38,0), seq2 decimal(38,0), event_time "
+        "timestamp, origin_file string, origin_line long, origin_index int, origin_offset long, batch_hour string, "
+        "before map<string,string>, after map<string,string>, after_partial boolean"
+    )
+    data = spark.createDataFrame(rows, schema).repartition(3)
+    shape = TableShape("shop", "items", [("id", "bigint"), ("name", "string"), ("qty", "int")], ["id"])
+    result = {
+        r["key"][0]: (r["_cdc_action"], dict(r["image"] or {}), r["partial"], r["origin_file"], int(r["seq"]))
+        for r in key_actions(data, [shape], "shareplex_json").collect()
+    }
+    assert result == {
+        "1": ("upsert", {"id": "1", "name": "c", "qty": "4"}, False, f"export-{h5}", 4),
+        "2": ("upsert", {"id": "2", "qty": "9"}, True, f"export-{h5}", 2),
+        "3": ("delete", {"id": "3"}, False, f"export-{h6}", 1),
+    }

@@ -271,30 +271,15 @@ def key_actions(data: DataFrame, shapes: list[TableShape], fmt: str) -> DataFram
     # the newest action first; copies of one message tie in that order: the first delivered is the one kept,
     # whatever order Spark reads them in
     by_sequence = identified_by_sequence(fmt)
-    newest_first = Window.partitionBy("db", "table", "segment", "key").orderBy(
-        *[F.desc(c) for c in ("seq", "seq2")],
-        F.desc(position_order(F.col("rank"), by_sequence)),
-        "batch_hour",
-        "origin_file",
-        "origin_line",
-    )
-    ranked = actions.withColumn("n", F.row_number().over(newest_first))
-    image, is_partial = F.col("image"), F.col("partial")
+    newer = [F.col(c) for c in ("seq", "seq2")] + [position_order(F.col("rank"), by_sequence)]
+    delivered = [F.col(c) for c in ("batch_hour", "origin_file", "origin_line")]
     if may_send_partial_images(fmt):
-        history = F.collect_list(F.struct(E.ACTION, "image", "partial")).over(
-            newest_first.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-        )
-        ranked = ranked.withColumn("history", F.reverse(history))
-        folded = F.aggregate(
-            "history", F.struct(F.lit(None).cast(C.IMAGE_TYPE).alias("image"), F.lit(True).alias("partial")), _fold_step
-        )
-        image, is_partial = folded["image"], folded["partial"]
-    deleted = F.col(E.ACTION) == E.DELETE
-    return ranked.where("n = 1").select(
-        "db",
-        "table",
-        "segment",
-        "key",
+        deciding = _folded(actions, newer, delivered)
+    else:
+        newest_first = Window.partitionBy(*KEY_COLUMNS).orderBy(*[c.desc() for c in newer], *delivered)
+        deciding = actions.withColumn("n", F.row_number().over(newest_first)).where("n = 1")
+    return deciding.select(
+        *KEY_COLUMNS,
         "op",
         "seq",
         "seq2",
@@ -305,8 +290,42 @@ def key_actions(data: DataFrame, shapes: list[TableShape], fmt: str) -> DataFram
         "origin_index",
         position(F.col("rank"), by_sequence).alias(POSITION),
         E.ACTION,
-        F.when(deleted, F.col("image")).otherwise(image).alias("image"),
-        F.when(deleted, F.lit(False)).otherwise(is_partial).alias("partial"),
+        "image",
+        "partial",
+    )
+
+
+KEY_COLUMNS = ("db", "table", "segment", "key")
+
+
+def _folded(actions: DataFrame, newer: list[Column], delivered: list[Column]) -> DataFrame:
+    """Per key, its deciding action (as the window of `key_actions` orders them) with the image of its history
+    folded oldest first (`_fold_step`): one aggregate over each key's actions, so a key's history is gathered once
+    rather than copied into each of its rows by a window frame."""
+    fields = [c for c in actions.columns if c not in KEY_COLUMNS]
+    entry = F.struct(F.struct(*newer).alias("_newer"), F.struct(*delivered).alias("_delivered"), *fields)
+
+    def newest_first(left: Column, right: Column) -> Column:
+        a, b = left["_newer"], right["_newer"]
+        c, d = left["_delivered"], right["_delivered"]
+        return F.when(a > b, -1).when(a < b, 1).when(c < d, -1).when(c > d, 1).otherwise(0)
+
+    history = F.array_sort(F.collect_list(entry), newest_first)
+    grouped = actions.groupBy(*KEY_COLUMNS).agg(history.alias("_history"))
+    start = F.struct(F.lit(None).cast(C.IMAGE_TYPE).alias("image"), F.lit(True).alias("partial"))
+    # a column of their own each, so that the fold runs once per key however often it is read
+    grouped = grouped.select(
+        *KEY_COLUMNS,
+        F.col("_history")[0].alias("_deciding"),
+        F.aggregate(F.reverse("_history"), start, _fold_step).alias("_folded"),
+    )
+    deciding, folded = F.col("_deciding"), F.col("_folded")
+    deleted = deciding[E.ACTION] == E.DELETE
+    return grouped.select(
+        *KEY_COLUMNS,
+        *[deciding[name].alias(name) for name in fields if name not in ("image", "partial")],
+        F.when(deleted, deciding["image"]).otherwise(folded["image"]).alias("image"),
+        F.when(deleted, F.lit(False)).otherwise(folded["partial"]).alias("partial"),
     )
 
 
