@@ -105,9 +105,7 @@ BINARY_ENCODING = "base64"  # how the flat records carry bytes (mysql_types' bin
 
 def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     """Messages (Base64 DTS Avro records) -> canonical change rows with `reject_reason`."""
-    # The records feed both the rows and the batch's column types (_with_batch_types): a lazy local checkpoint
-    # keeps them once computed, so each line is decoded once (without it Spark runs the Python twice).
-    decoded = lines.mapInArrow(decode, T.StructType([*lines.schema.fields, *DECODED])).localCheckpoint(eager=False)
+    decoded = lines.mapInArrow(decode, T.StructType([*lines.schema.fields, *DECODED]))
     record = F.col("record")
     op = record["operation"]
     kind = OPS.kind(op)
@@ -131,7 +129,10 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         record["source_type"].isin(*MYSQL_SOURCES).alias("mysql_source"),
     )
     names = F.col("fields")["name"]
-    frame = frame.withColumn("declared", F.transform("fields", _declared))
+    # The records and their fields' declarations feed the rows, the sample of declarations (resolver) and the
+    # batch's column types (_with_batch_types): a lazy local checkpoint keeps them once computed, so each line is
+    # decoded (Python) and declared once.
+    frame = frame.withColumn("declared", F.transform("fields", _declared)).localCheckpoint(eager=False)
     resolve = mysql_types.resolver(frame, F.col("declared")["declaration"], BINARY_ENCODING)
     frame = frame.withColumns(
         {
