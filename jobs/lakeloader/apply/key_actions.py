@@ -30,6 +30,7 @@ BEFORE_HALF_RANK, DEFAULT_RANK = 0, 1
 POSITION = "position"
 _INDEX_DIGITS, _NUMBER_DIGITS = 10, 20
 KEY_TYPE = "array<string>"  # a key's values, in the key's column order, as canonical text
+KEY_COLUMNS = ("db", "table", "segment", "key")  # what one key action is decided for
 
 
 def position(rank: Column | int = DEFAULT_RANK, by_sequence: Column | None = None) -> Column:
@@ -293,9 +294,6 @@ def key_actions(data: DataFrame, shapes: list[TableShape], fmt: str) -> DataFram
         "image",
         "partial",
     )
-
-
-KEY_COLUMNS = ("db", "table", "segment", "key")
 
 
 def _folded(actions: DataFrame, newer: list[Column], delivered: list[Column]) -> DataFrame:
