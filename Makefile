@@ -7,10 +7,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.lock | cut -c1-12)
 SITE := $(VENV)/lib/python3.11/site-packages
 TEST_WORKERS ?= 2
+# where lakeloader.core.spark_conf.jvm_jar() looks for it
+JVM_JAR := $(VENV)/lakeloader-jvm.jar
 
 .PHONY: setup jars demo check test lint lock clean bench bench-small
 
-setup: $(STAMP)
+setup: $(STAMP) $(JVM_JAR)
 
 # The editable install (pyproject.toml) puts lakeloader (jobs/) and lakeloader_airflow (plugins/) on the venv's path
 # and makes the `lakeloader` command; built with the venv's setuptools (pinned in the lock), so offline like the
@@ -25,6 +27,11 @@ $(STAMP): requirements.lock pyproject.toml
 	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
 	printf '%s\n' "$(CURDIR)" > $(SITE)/lakeloader-tools.pth
 	rm -f $(VENV)/.installed-* && touch $@
+
+# The project's JVM functions (jvm/src: SQL functions Spark lacks, registered in every session by lakeloader.spark),
+# compiled against the venv's pyspark into one small jar (JVM_JAR); needs a JDK (javac), as every session needs it.
+$(JVM_JAR): $(STAMP) bin/build-jvm $(shell find jvm/src -name '*.java')
+	bin/build-jvm $(PY) $@
 
 # The pinned jars Spark needs for Delta on Spark, s3a:// and Avro (config/jars/), fetched with mvn into
 # .venv/jars and checked against config/jars/SHA256SUMS (~40 s on an empty Maven cache, ~15 s warm; 570 MB).

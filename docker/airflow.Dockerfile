@@ -16,6 +16,20 @@ COPY config/jars/ config/jars/
 COPY bin/fetch-jars bin/fetch-jars
 RUN bin/fetch-jars /opt/lakeloader/jars
 
+# The project's JVM functions (jvm/src), compiled against the lock's pyspark in a stage of its own, so the image
+# carries no JDK.
+FROM ${PYTHON_IMAGE} AS jvm
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jdk-headless \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY requirements.lock ./
+RUN pip install --no-cache-dir uv==0.13.9 \
+    && uv pip install --system --no-cache "$(grep '^pyspark==' requirements.lock)"
+COPY jvm/ jvm/
+COPY bin/build-jvm bin/build-jvm
+RUN bin/build-jvm python /opt/lakeloader/lakeloader-jvm.jar
+
 FROM ${PYTHON_IMAGE}
 RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps tini \
@@ -27,6 +41,7 @@ COPY requirements.lock docker/requirements-docker.txt ./
 RUN pip install --no-cache-dir uv==0.13.9 \
     && uv pip install --system --no-cache -r requirements.lock -r requirements-docker.txt
 COPY --from=jars /opt/lakeloader/jars/ /opt/lakeloader/jars/
+COPY --from=jvm /opt/lakeloader/lakeloader-jvm.jar /opt/lakeloader/lakeloader-jvm.jar
 COPY jobs/ jobs/
 COPY plugins/ plugins/
 COPY dags/ dags/
@@ -38,6 +53,7 @@ RUN printf '%s\n' /opt/lakeloader /opt/lakeloader/jobs /opt/lakeloader/plugins \
         > "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/lakeloader.pth"
 COPY docker/airflow-entrypoint.sh docker/airflow-init.sh /usr/local/bin/
 ENV LAKELOADER_JARS=/opt/lakeloader/jars \
+    LAKELOADER_JVM_JAR=/opt/lakeloader/lakeloader-jvm.jar \
     LAKELOADER_CONFIG=/opt/lakeloader/config/sources.yaml \
     AIRFLOW_HOME=/opt/airflow \
     AIRFLOW__CORE__DAGS_FOLDER=/opt/lakeloader/dags \

@@ -11,6 +11,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import types as T
 
+from lakeloader.core.spark_conf import JVM_JAR_ENV, jvm_jar, with_jvm_jar
 from lakeloader.core.storage import Store, spark_path
 
 # Set unless the session's `conf`, spark-submit's --conf or the conf dir's spark-defaults.conf already set them.
@@ -26,11 +27,22 @@ DEFAULTS = {
     "spark.sql.codegen.cache.maxEntries": "2000",
 }
 
+# The project's JVM functions (jvm/src), registered in every session by `spark_session`: SQL name -> class. Each
+# takes and returns a string.
+EXACT_NUMBERS = "lakeloader_exact_numbers"  # JSON text with its numbers quoted (lakeloader.parse.formats.common)
+JVM_FUNCTIONS = {EXACT_NUMBERS: "lakeloader.jvm.ExactNumbers"}
+
 
 def spark_session(app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
-    """The active session, or a new one; `master` only for runs outside spark-submit (local runner, tests);
-    `conf` adds settings (e.g. the benchmark's spark.driver.memory); DEFAULTS fill in the rest."""
+    """The active session, or a new one, with the project's JVM functions registered (`JVM_FUNCTIONS`; their
+    jar joins `spark.jars`); `master` only for runs outside spark-submit (local runner, tests); `conf` adds
+    settings (e.g. the benchmark's spark.driver.memory); DEFAULTS fill in the rest."""
     options = {key: expand_jars(value) if key == "spark.jars" else value for key, value in (conf or {}).items()}
+    if not jvm_jar().is_file():
+        raise FileNotFoundError(
+            f"no {jvm_jar()}: run `make setup` (bin/build-jvm builds it) or point {JVM_JAR_ENV} at the jar"
+        )
+    options["spark.jars"] = with_jvm_jar(options.get("spark.jars"))
     if master:
         options = {"spark.master": master, "spark.ui.enabled": "false", **options}
         # local Python workers (DTS Avro's decoder) on this interpreter, which has the project's packages
@@ -42,7 +54,22 @@ def spark_session(app_name: str, master: str | None = None, conf: dict[str, str]
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    register_jvm_functions(session)
     return session
+
+
+def register_jvm_functions(session: SparkSession) -> None:
+    """Register `JVM_FUNCTIONS` in the session; their classes must be on the driver's class path (the jar in
+    `spark.jars` when the JVM started: spark-submit's --conf, as `session_conf` gives it, or this module's
+    launch of a local JVM)."""
+    for name, class_name in JVM_FUNCTIONS.items():
+        try:
+            session.udf.registerJavaFunction(name, class_name, T.StringType())
+        except Exception as error:  # py4j's or Spark's error, whichever reports the missing class
+            raise RuntimeError(
+                f"cannot load {class_name} from the project's JVM functions: this Spark driver was started "
+                f"without {jvm_jar()} (pass it in spark.jars, as lakeloader.core.spark_conf.session_conf does)"
+            ) from error
 
 
 def driver_settings(launch: dict[str, str]) -> SparkConf:

@@ -124,7 +124,8 @@ def test_a_dockerfile_has_known_instructions_and_copies_what_the_repository_has(
     assert all(keyword in INSTRUCTIONS for keyword, _ in steps), steps
     assert steps[0][0] in ("ARG", "FROM")
     stages = [arguments for keyword, arguments in steps if keyword == "FROM"]
-    assert len(stages) == 2 and stages[0].endswith(" AS jars")  # the jars are fetched in a stage of their own
+    # the jars are fetched, and the JVM functions built, in stages of their own
+    assert len(stages) == 3 and stages[0].endswith(" AS jars") and stages[1].endswith(" AS jvm")
     for keyword, arguments in steps:
         if keyword == "COPY" and not arguments.startswith("--from="):
             *sources, _ = arguments.split()
@@ -132,6 +133,8 @@ def test_a_dockerfile_has_known_instructions_and_copies_what_the_repository_has(
                 assert (REPO / source).exists(), f"{dockerfile.name}: COPY {source}"
     text = dockerfile.read_text()
     assert "bin/fetch-jars /opt/lakeloader/jars" in text and "LAKELOADER_JARS=/opt/lakeloader/jars" in text
+    assert "bin/build-jvm python /opt/lakeloader/lakeloader-jvm.jar" in text
+    assert "LAKELOADER_JVM_JAR=/opt/lakeloader/lakeloader-jvm.jar" in text
     assert "-r requirements.lock" in text
     entrypoint = next(arguments for keyword, arguments in steps if keyword == "ENTRYPOINT")
     script = re.search(r"/usr/local/bin/([\w-]+\.sh)", entrypoint).group(1)

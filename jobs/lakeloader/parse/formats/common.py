@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lakeloader.parse import canonical as C
+from lakeloader.spark import EXACT_NUMBERS
 
 REJECT_REASON = "reject_reason"
 # the export's framing of a message (lakeloader.parse.framing): parsers pass these through untouched
@@ -48,12 +49,6 @@ BAD_VALUES = "value does not match its declared type in column(s): "
 # Reading messages
 # --------------------------------------------------------------------------------------------------------------
 
-_JSON_NUMBER = r"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?"
-# what lies between two numbers: whole string tokens, and characters that start no number ('-' only before a
-# non-digit: -Infinity)
-_NO_NUMBER = r'(?:[^"0-9\-]++|-(?![0-9])|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+'
-_NEXT_NUMBER = rf"\G({_NO_NUMBER})({_JSON_NUMBER})"
-
 
 def exact_numbers(text: Column) -> Column:
     """JSON text with every number token turned into a string token holding the same digits.
@@ -62,12 +57,11 @@ def exact_numbers(text: Column) -> Column:
     fraction or an exponent ("1.10" -> "1.1", "1E+2" -> "100.0", 40-digit fractions rounded) and drops the
     sign of "-0". Quoting the numbers first keeps the text exactly as sent.
 
-    One pass: each match starts where the previous one ended (\\G) and consumes, possessively, everything up
-    to the next number (whole string tokens included, so digits inside strings are never touched), then the
-    number, which the replacement quotes. Where no number follows, the rest is left as it is. Text that is no
-    valid JSON (an unterminated string) stops the quoting there; `from_json` rejects it anyway.
+    One scan in the JVM (jvm/src/lakeloader/jvm/ExactNumbers.java, registered by lakeloader.spark): string tokens
+    are skipped whole, so digits inside strings are never touched. Text that is no valid JSON (an unterminated
+    string) stops the quoting there; `from_json` rejects it anyway.
     """
-    return F.regexp_replace(text, _NEXT_NUMBER, '$1"$2"')
+    return F.call_function(EXACT_NUMBERS, text)
 
 
 def parse_json(lines: DataFrame, schema: T.StructType | T.MapType) -> DataFrame:
