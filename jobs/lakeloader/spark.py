@@ -28,9 +28,14 @@ DEFAULTS = {
 }
 
 # The project's JVM functions (jvm/src), registered in every session by `spark_session`: SQL name -> class. Each
-# takes and returns a string.
+# returns a string.
 EXACT_NUMBERS = "lakeloader_exact_numbers"  # JSON text with its numbers quoted (lakeloader.parse.formats.common)
-JVM_FUNCTIONS = {EXACT_NUMBERS: "lakeloader.jvm.ExactNumbers"}
+# a message's bytes -> hex of its first control character JSON forbids unescaped (lakeloader.parse.framing)
+FIRST_CONTROL_CHARACTER = "lakeloader_first_control_character"
+JVM_FUNCTIONS = {
+    EXACT_NUMBERS: "lakeloader.jvm.ExactNumbers",
+    FIRST_CONTROL_CHARACTER: "lakeloader.jvm.FirstControlCharacter",
+}
 
 
 def spark_session(app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:

@@ -62,28 +62,6 @@ def test_invalid_json_numbers_stay_invalid_after_quoting(spark):
     assert quoted == '{"a": "0""1"}'
 
 
-# The regular expression that quoted the numbers before the JVM function did (5-7 times slower): the reference the
-# function is held to. Each match consumes, possessively, everything up to the next number (whole string tokens
-# included), then the number, which the replacement quotes; \G chains the matches.
-_JSON_NUMBER = r"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?"
-_NO_NUMBER = r'(?:[^"0-9\-]++|-(?![0-9])|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+'
-_NEXT_NUMBER = rf"\G({_NO_NUMBER})({_JSON_NUMBER})"
-# what JSON text is made of, and what breaks it: escapes, line terminators, characters outside the BMP
-_PIECES = [*'"\\-0159.eE+ :,{}[]aN\n', "\u2028", "\u0085", "é", "😀", "1.10", "-0", "1E+2", "Infinity", '\\"', "00"]
-
-
-def test_the_jvm_quoting_equals_the_regular_expression_it_replaced_on_random_text(spark):
-    rng = random.Random(17)
-    texts = ["".join(rng.choices(_PIECES, k=rng.randint(0, 40))) for _ in range(30_000)]
-    frame = spark.createDataFrame([(t,) for t in [*texts, None]], "v string")
-    quoted = frame.select(
-        "v", exact_numbers(F.col("v")).alias("jvm"), F.regexp_replace("v", _NEXT_NUMBER, '$1"$2"').alias("regex")
-    )
-    differ = quoted.where(~F.col("jvm").eqNullSafe(F.col("regex"))).limit(5).collect()
-    assert differ == []
-    assert quoted.where(F.col("jvm") != F.col("v")).count() > 10_000  # most texts hold a number to quote
-
-
 DECIMAL_5_2_FITS = dict(
     [
         ("123.45", True),

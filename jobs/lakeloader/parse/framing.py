@@ -59,6 +59,7 @@ from lakeloader.land.step import RawFiles
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats.common import MESSAGE_BYTES, REJECT_REASON, TOMBSTONE, UNWRAP_ERROR, base64_text
 from lakeloader.parse.numbered_lines import file_keys, read_numbered_lines
+from lakeloader.spark import FIRST_CONTROL_CHARACTER
 
 LINES, CONCATENATED, KCAT = "lines", "concatenated", "kcat"
 LENGTH_PREFIXED_SUFFIXES = (".bin", ".bin" + GZIP_SUFFIX)
@@ -146,8 +147,6 @@ def with_offsets_of_file_names(messages: DataFrame, layout: str) -> DataFrame:
 TOO_LARGE = "message too large: {} bytes (max_message_bytes {})"
 NOT_UTF8 = "message is not valid UTF-8 text"
 CONTROL_CHARACTER = "message holds a control character JSON does not allow unescaped (byte 0x{})"
-# bytes 0x00-0x1F other than tab, line feed and carriage return (JSON's whitespace)
-_CONTROL = "[\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F]"
 
 
 def guarded(messages: DataFrame, max_bytes: int, json_text: bool = True) -> DataFrame:
@@ -160,10 +159,8 @@ def guarded(messages: DataFrame, max_bytes: int, json_text: bool = True) -> Data
         ~F.is_valid_utf8(text), F.lit(NOT_UTF8)
     )
     if json_text:
-        control = F.regexp_extract(text, f"({_CONTROL})", 1)
-        problem = problem.when(
-            text.rlike(_CONTROL), F.format_string(CONTROL_CHARACTER.replace("{}", "%s"), F.hex(control))
-        )
+        control = F.call_function(FIRST_CONTROL_CHARACTER, text.cast("binary"))  # a byte scan in the JVM
+        problem = problem.when(control.isNotNull(), F.format_string(CONTROL_CHARACTER.replace("{}", "%s"), control))
     valid = F.is_valid_utf8(text)
     return messages.withColumns(
         {

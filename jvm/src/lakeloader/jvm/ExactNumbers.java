@@ -12,7 +12,7 @@ import org.apache.spark.sql.api.java.UDF1;
  * Text that is no valid JSON is quoted as far as it reads: an unterminated string, or a backslash at a line
  * terminator inside a string, stops the quoting there (the JSON reader rejects such text anyway). Registered
  * by lakeloader.spark as the SQL function {@code lakeloader_exact_numbers}; it replaced a regular expression
- * that did the same several times slower, and tests/spark/test_exact_numbers.py holds it to that expression.
+ * that did the same several times slower, and tests/spark/test_jvm_functions.py holds it to that expression.
  */
 public final class ExactNumbers implements UDF1<String, String> {
     private static final long serialVersionUID = 1L;

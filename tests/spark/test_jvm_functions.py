@@ -1,0 +1,71 @@
+"""The project's JVM functions (jvm/src, registered by `lakeloader.spark`) against the regular expressions they
+replaced, which stay here as their reference: the same output on many random texts of the characters that
+matter, so a change to either side's rules shows up."""
+
+from __future__ import annotations
+
+import random
+
+from pyspark.sql import functions as F
+
+from lakeloader.parse.formats.common import exact_numbers
+from lakeloader.spark import FIRST_CONTROL_CHARACTER, JVM_FUNCTIONS
+
+# The regular expression that quoted the numbers before ExactNumbers did (5-7 times slower). Each match consumes,
+# possessively, everything up to the next number (whole string tokens included), then the number, which the
+# replacement quotes; \G chains the matches.
+_JSON_NUMBER = r"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?"
+_NO_NUMBER = r'(?:[^"0-9\-]++|-(?![0-9])|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+'
+_NEXT_NUMBER = rf"\G({_NO_NUMBER})({_JSON_NUMBER})"
+# what JSON text is made of, and what breaks it: escapes, line terminators, characters outside the BMP
+_JSON_PIECES = [
+    *'"\\-0159.eE+ :,{}[]aN\n',
+    "\u2028",
+    "\u0085",
+    "é",
+    "😀",
+    "1.10",
+    "-0",
+    "1E+2",
+    "Infinity",
+    '\\"',
+    "00",
+]
+# The regular expression that found the control characters JSON forbids unescaped before FirstControlCharacter did:
+# bytes 0x00-0x1F other than tab, line feed and carriage return (JSON's whitespace)
+_CONTROL = "[\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F]"
+_TEXT_PIECES = [*(chr(c) for c in range(0x20)), "a", " ", "é", "\u0085", "\u2028", "😀", "\x7f"]
+
+
+def random_texts(pieces: list[str], seed: int, count: int = 30_000) -> list[str | None]:
+    rng = random.Random(seed)
+    return [*("".join(rng.choices(pieces, k=rng.randint(0, 40))) for _ in range(count)), None]
+
+
+def test_every_jvm_function_is_registered_in_the_session(spark):
+    registered = {f.name for f in spark.catalog.listFunctions() if f.isTemporary}
+    assert set(JVM_FUNCTIONS) <= registered
+
+
+def test_the_jvm_quoting_equals_the_regular_expression_it_replaced_on_random_text(spark):
+    frame = spark.createDataFrame([(t,) for t in random_texts(_JSON_PIECES, 17)], "v string")
+    quoted = frame.select(
+        "v", exact_numbers(F.col("v")).alias("jvm"), F.regexp_replace("v", _NEXT_NUMBER, '$1"$2"').alias("regex")
+    )
+    differ = quoted.where(~F.col("jvm").eqNullSafe(F.col("regex"))).limit(5).collect()
+    assert differ == []
+    assert quoted.where(F.col("jvm") != F.col("v")).count() > 10_000  # most texts hold a number to quote
+
+
+def test_the_jvm_control_character_equals_the_regular_expression_it_replaced_on_random_text(spark):
+    # few pieces per text, so that many texts hold no control character
+    texts = [t[:3] if t is not None and i % 2 else t for i, t in enumerate(random_texts(_TEXT_PIECES, 23))]
+    frame = spark.createDataFrame([(t,) for t in texts], "v string")
+    regex = F.when(F.col("v").rlike(_CONTROL), F.hex(F.regexp_extract("v", f"({_CONTROL})", 1)))
+    found = frame.select(
+        "v", F.call_function(FIRST_CONTROL_CHARACTER, F.col("v").cast("binary")).alias("jvm"), regex.alias("regex")
+    )
+    differ = found.where(~F.col("jvm").eqNullSafe(F.col("regex"))).limit(5).collect()
+    assert differ == []
+    counts = found.groupBy(F.col("jvm").isNull().alias("none")).count().collect()
+    assert all(row["count"] > 1_000 for row in counts) and len(counts) == 2  # both outcomes well represented
