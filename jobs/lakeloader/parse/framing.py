@@ -115,13 +115,22 @@ def read_messages(spark: SparkSession, files: RawFiles, source: SourceConfig, ba
     if files.export_keys:
         keys = F.create_map(*[F.lit(text) for pair in files.export_keys.items() for text in pair])
         messages = messages.withColumn("origin_file", F.coalesce(keys[F.col("origin_file")], F.col("origin_file")))
-    messages = with_offsets_of_file_names(messages, source.export_layout)
+    if _may_name_offsets(files):
+        messages = with_offsets_of_file_names(messages, source.export_layout)
     return guarded(messages, source.max_message_bytes, json_text=FORMATS[source.format].json)
 
 
 # `<topic>+<partition>+<start offset>[.extension]`: the Kafka Connect S3 sink's object names (kcat-based
 # exporters write the same); the topic may hold dots, the extension is anything after the start offset's dot
 OFFSET_FILE_NAME = r"(?:^|/)([^/]+)\+([0-9]{1,9})\+([0-9]{1,18})(?:\.[^/]*)?$"
+
+
+def _may_name_offsets(files: RawFiles) -> bool:
+    """Whether a message's `origin_file` may match OFFSET_FILE_NAME: only a name with a '+' can, and `origin_file`
+    holds one only where a landed path has a '+' (or '%2B', which `export_name` decodes to one) or an export key
+    it maps back to does. Most hours have none: their messages are then spared a regular expression each."""
+    names = [*files.paths, *files.export_keys.values()]
+    return any("+" in name or "%2b" in name.lower() for name in names)
 
 
 def with_offsets_of_file_names(messages: DataFrame, layout: str) -> DataFrame:

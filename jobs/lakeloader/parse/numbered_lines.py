@@ -39,7 +39,7 @@ def read_numbered_lines(
         numbered = reduce(DataFrame.unionAll, [_one_file(spark, path) for path in paths])
     else:
         numbered = _by_chunks(spark, paths)
-    return numbered.select(*file_keys(source, batch_hour, F.col("path")), "origin_line", "text")
+    return numbered.select(F.lit(source).alias("source"), F.lit(batch_hour).alias("batch_hour"), *LINE_COLUMNS[2:])
 
 
 def _one_file(spark: SparkSession, path: str) -> DataFrame:
@@ -47,12 +47,15 @@ def _one_file(spark: SparkSession, path: str) -> DataFrame:
     the partition's index, both taken in the scan's own projection: above a union the index is the union's)."""
     offset = F.monotonically_increasing_id() - F.shiftleft(F.spark_partition_id().cast("long"), _ROW_BITS)
     return spark.read.text(path).select(
-        F.col("value").alias("text"), F.col("_metadata.file_path").alias("path"), (offset + 1).alias("origin_line")
+        export_name(F.col("_metadata.file_path")).alias("origin_file"),
+        (offset + 1).alias("origin_line"),
+        F.col("value").alias("text"),
     )
 
 
 def _by_chunks(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """The lines numbered by their offset in their chunk plus the lines of the file's earlier chunks."""
+    """The lines numbered by their offset in their chunk plus the lines of the file's earlier chunks; each
+    chunk's file name is taken once, with its count, rather than for each line."""
     scanned = spark.read.text(paths).select(
         F.col("value").alias("text"),
         F.col("_metadata.file_path").alias("path"),
@@ -61,10 +64,15 @@ def _by_chunks(spark: SparkSession, paths: list[str]) -> DataFrame:
     )
     chunks = scanned.groupBy("path", "block").agg(F.min("row_id").alias("first_id"), F.count("*").alias("lines"))
     earlier = Window.partitionBy("path").orderBy("block").rowsBetween(Window.unboundedPreceding, -1)
-    chunks = chunks.withColumn("lines_before", F.coalesce(F.sum("lines").over(earlier), F.lit(0)))
+    chunks = chunks.withColumns(
+        {
+            "lines_before": F.coalesce(F.sum("lines").over(earlier), F.lit(0)),
+            "origin_file": export_name(F.col("path")),
+        }
+    )
     numbered = scanned.join(F.broadcast(chunks), ["path", "block"])
     line = F.col("row_id") - F.col("first_id") + F.col("lines_before") + 1
-    return numbered.select("text", "path", line.alias("origin_line"))
+    return numbered.select("origin_file", line.alias("origin_line"), "text")
 
 
 def _unsplit(spark: SparkSession, path: str, size: int | None) -> bool:
