@@ -7,8 +7,8 @@ every table from the bronze change log). Prints one JSON object of the step repo
     python tests/s3_pipeline_run.py CONFIG BATCHES_JSON     (AWS_* credentials in the environment)
 
 BATCHES_JSON: a file of [[key, [line, ...]], ...], one export object per hour. The session gets what a job of the
-source's engine gets (`session_conf`); a `delta_rs` source gets only the JVM functions' jar there, so it gets what a
-cluster's spark-defaults.conf must bring for an S3 lake: hadoop-aws (the pinned jars) and the s3a settings.
+source's engine gets (`session_conf`); a `delta_rs` source gets none, so it gets what a cluster's
+spark-defaults.conf must bring for an S3 lake: hadoop-aws (the pinned jars) and the s3a settings.
 """
 
 from __future__ import annotations
@@ -39,12 +39,7 @@ def main(config_path: str, batches_path: str) -> None:
     [source] = config.sources
     bucket, _, prefix = source.export_uri.removeprefix("s3://").partition("/")
     s3 = boto3.client("s3", endpoint_url=source.s3_endpoint_url)
-    delta_spark = source.engine == "delta_spark"
-    conf = (
-        session_conf(source)
-        if delta_spark
-        else {"spark.jars": ",".join(extra_jars()), **s3a_conf(source.s3_endpoint_url)}
-    )
+    conf = session_conf(source) or {"spark.jars": ",".join(extra_jars()), **s3a_conf(source.s3_endpoint_url)}
     spark = spark_session("s3-pipeline", master="local[2]", conf=conf)
     lake = open_store(source.lake_root, source.s3_endpoint_url)
     steps, hours, seconds = [], [], {}

@@ -11,7 +11,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import types as T
 
-from lakeloader.core.spark_conf import JVM_JAR_ENV, jvm_jar, with_jvm_jar
+from lakeloader.core.spark_conf import JVM_JAR_ENV, jvm_jar
 from lakeloader.core.storage import Store, spark_path
 
 # Set unless the session's `conf`, spark-submit's --conf or the conf dir's spark-defaults.conf already set them.
@@ -39,15 +39,14 @@ JVM_FUNCTIONS = {
 
 
 def spark_session(app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
-    """The active session, or a new one, with the project's JVM functions registered (`JVM_FUNCTIONS`; their
-    jar joins `spark.jars`); `master` only for runs outside spark-submit (local runner, tests); `conf` adds
-    settings (e.g. the benchmark's spark.driver.memory); DEFAULTS fill in the rest."""
-    options = {key: expand_jars(value) if key == "spark.jars" else value for key, value in (conf or {}).items()}
+    """The active session, or a new one, with the project's JVM functions registered (`register_jvm_functions`);
+    `master` only for runs outside spark-submit (local runner, tests); `conf` adds settings (e.g. the
+    benchmark's spark.driver.memory); DEFAULTS fill in the rest."""
     if not jvm_jar().is_file():
         raise FileNotFoundError(
             f"no {jvm_jar()}: run `make setup` (bin/build-jvm builds it) or point {JVM_JAR_ENV} at the jar"
         )
-    options["spark.jars"] = with_jvm_jar(options.get("spark.jars"))
+    options = {key: expand_jars(value) if key == "spark.jars" else value for key, value in (conf or {}).items()}
     if master:
         options = {"spark.master": master, "spark.ui.enabled": "false", **options}
         # local Python workers (DTS Avro's decoder) on this interpreter, which has the project's packages
@@ -64,17 +63,14 @@ def spark_session(app_name: str, master: str | None = None, conf: dict[str, str]
 
 
 def register_jvm_functions(session: SparkSession) -> None:
-    """Register `JVM_FUNCTIONS` in the session; their classes must be on the driver's class path (the jar in
-    `spark.jars` when the JVM started: spark-submit's --conf, as `session_conf` gives it, or this module's
-    launch of a local JVM)."""
+    """Add the JVM functions' jar to the running session (SQL `ADD JAR`: the driver loads it, and serves it to the
+    executors as it does `spark.jars`) and register `JVM_FUNCTIONS`. Added at run time rather than in
+    `spark.jars`, which a session's setting would replace, not extend (a cluster's spark-defaults.conf may list
+    jars there)."""
+    path = str(jvm_jar()).replace("\\", "\\\\").replace('"', '\\"')
+    session.sql(f'ADD JAR "{path}"')
     for name, class_name in JVM_FUNCTIONS.items():
-        try:
-            session.udf.registerJavaFunction(name, class_name, T.StringType())
-        except Exception as error:  # py4j's or Spark's error, whichever reports the missing class
-            raise RuntimeError(
-                f"cannot load {class_name} from the project's JVM functions: this Spark driver was started "
-                f"without {jvm_jar()} (pass it in spark.jars, as lakeloader.core.spark_conf.session_conf does)"
-            ) from error
+        session.udf.registerJavaFunction(name, class_name, T.StringType())
 
 
 def driver_settings(launch: dict[str, str]) -> SparkConf:

@@ -14,7 +14,7 @@ import pytest
 from engine_contract import continue_crossing, exercise, rows, start_crossing
 
 from lakeloader.core.config import SourceConfig
-from lakeloader.core.spark_conf import jars_dir, jvm_jar, s3a_conf, session_conf
+from lakeloader.core.spark_conf import jars_dir, s3a_conf, session_conf
 from lakeloader.engine import reader_for
 from lakeloader.engine.deltars import DeltaRsEngine
 
@@ -88,5 +88,5 @@ def test_a_delta_spark_source_gets_the_jars_and_s3a_settings_and_is_read_with_de
         assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
         assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
     assert s3a_conf("http://127.0.0.1:9000")["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
-    assert session_conf(source.model_copy(update={"engine": "delta_rs"})) == {"spark.jars": str(jvm_jar())}
+    assert session_conf(source.model_copy(update={"engine": "delta_rs"})) == {}
     assert isinstance(reader_for(source), DeltaRsEngine)  # reads without a JVM (the Airflow side)

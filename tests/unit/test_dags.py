@@ -16,7 +16,6 @@ from airflow.serialization.serialized_objects import DagSerialization
 from airflow.timetables.base import DataInterval
 
 from lakeloader.core.config import ConfigError
-from lakeloader.core.spark_conf import jvm_jar
 from lakeloader_airflow.timetable import HourIntervals
 
 DAGS_DIR = Path(__file__).resolve().parents[2] / "dags"
@@ -144,9 +143,7 @@ def test_spark_tasks_run_the_jobs_for_the_data_interval_hour(dagbag: tuple[DagBa
             "--config",
             str(config.resolve()),
         ]
-        # the project's JVM functions reach the driver's class path through spark-submit, whatever the engine
-        jars = str(jvm_jar())
-        assert task.conf == {"spark.sql.session.timeZone": "UTC", "spark.ui.enabled": "false", "spark.jars": jars}
+        assert task.conf == {"spark.sql.session.timeZone": "UTC", "spark.ui.enabled": "false"}
         assert task._conn_id == "spark_default"
         assert task._verbose is False
 

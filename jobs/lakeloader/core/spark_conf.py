@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 # The pinned jars for Delta on Spark, s3a:// and Avro (config/jars/, fetched by `make jars` = bin/fetch-jars).
 JARS_ENV = "LAKELOADER_JARS"
-# The project's JVM functions (jvm/src, built by `make setup` = bin/build-jvm): every session needs them.
+# The project's JVM functions (jvm/src, built by `make setup` = bin/build-jvm): every session adds them.
 JVM_JAR_ENV = "LAKELOADER_JVM_JAR"
 # Delta's SQL extension and catalog: DeltaTable, MERGE INTO and Delta DDL in Spark SQL need both.
 DELTA_SESSION_CONF = {
@@ -34,13 +34,6 @@ def jvm_jar() -> Path:
     environment running this (`.venv/lakeloader-jvm.jar`, where `make setup` builds it)."""
     configured = os.environ.get(JVM_JAR_ENV)
     return Path(configured) if configured else Path(sys.prefix) / "lakeloader-jvm.jar"
-
-
-def with_jvm_jar(jars: str | None) -> str:
-    """A `spark.jars` list with the JVM functions' jar added (once)."""
-    entries = [entry for entry in (jars or "").split(",") if entry]
-    jar = str(jvm_jar())
-    return ",".join(entries if jar in entries else [*entries, jar])
 
 
 def extra_jars(directory: Path | None = None) -> list[str]:
@@ -86,11 +79,11 @@ def s3a_conf(endpoint_url: str | None) -> dict[str, str]:
 
 
 def session_conf(source: SourceConfig) -> dict[str, str]:
-    """What a job's session needs, given when its JVM starts (spark-submit `--conf`s, or the local runner's
-    session): the JVM functions' jar (`jvm_jar`), whatever the engine; for `delta_spark` also the pinned jars as
-    a pattern Spark expands where the job is submitted (so the Airflow side needs no jars to build the DAG),
-    Delta's extension, and s3a settings for an S3 lake (the embedded engine, delta-rs, writes the tables itself)."""
+    """What a job's session needs for the source's table engine, given when its JVM starts (spark-submit
+    `--conf`s, or the local runner's session): none for the embedded engine (delta-rs writes the tables); for
+    `delta_spark`, the pinned jars as a pattern Spark expands where the job is submitted (so the Airflow side
+    needs no jars to build the DAG), Delta's extension, and s3a settings for an S3 lake."""
     if source.engine != "delta_spark":
-        return {"spark.jars": with_jvm_jar(None)}
+        return {}
     s3a = s3a_conf(source.s3_endpoint_url) if source.lake_root.startswith("s3://") else {}
-    return {"spark.jars": with_jvm_jar(str(jars_dir() / "*.jar")), **DELTA_SESSION_CONF, **s3a}
+    return {"spark.jars": str(jars_dir() / "*.jar"), **DELTA_SESSION_CONF, **s3a}
