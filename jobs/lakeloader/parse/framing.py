@@ -58,7 +58,7 @@ from lakeloader.core.format_registry import FORMATS
 from lakeloader.land.step import RawFiles
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats.common import MESSAGE_BYTES, REJECT_REASON, TOMBSTONE, UNWRAP_ERROR, base64_text
-from lakeloader.parse.numbered_lines import file_keys, read_numbered_lines
+from lakeloader.parse.numbered_lines import export_name, file_keys, read_numbered_lines
 from lakeloader.spark import FIRST_CONTROL_CHARACTER
 
 LINES, CONCATENATED, KCAT = "lines", "concatenated", "kcat"
@@ -309,7 +309,7 @@ def split_files(spark: SparkSession, paths: list[str], split: SplitFile, source:
     """Whole files, each split by `split` into numbered pieces: LINE_KEYS, payload (bytes), error."""
     files = spark.read.format("binaryFile").load(paths).select("path", "content")
     pieces = files.mapInArrow(lambda batches: _split_batches(batches, split), SPLIT_SCHEMA)
-    return pieces.select(*file_keys(source, batch_hour, F.col("path")), "origin_line", "payload", "error")
+    return pieces.select(*file_keys(source, batch_hour, export_name(F.col("path"))), "origin_line", "payload", "error")
 
 
 def _split_batches(batches: Iterable[pa.RecordBatch], split: SplitFile) -> Iterator[pa.RecordBatch]:

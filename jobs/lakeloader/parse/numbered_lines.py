@@ -39,7 +39,7 @@ def read_numbered_lines(
         numbered = reduce(DataFrame.unionAll, [_one_file(spark, path) for path in paths])
     else:
         numbered = _by_chunks(spark, paths)
-    return numbered.select(F.lit(source).alias("source"), F.lit(batch_hour).alias("batch_hour"), *LINE_COLUMNS[2:])
+    return numbered.select(*file_keys(source, batch_hour, F.col("origin_file")), "origin_line", "text")
 
 
 def _one_file(spark: SparkSession, path: str) -> DataFrame:
@@ -84,13 +84,10 @@ def _unsplit(spark: SparkSession, path: str, size: int | None) -> bool:
     return size is not None and size <= min(conf.filesOpenCostInBytes(), conf.filesMaxPartitionBytes())
 
 
-def file_keys(source: str, batch_hour: str, path: F.Column) -> list[F.Column]:
-    """The columns that say which landed file a piece of it came from: source, batch_hour, origin_file."""
-    return [
-        F.lit(source).alias("source"),
-        F.lit(batch_hour).alias("batch_hour"),
-        export_name(path).alias("origin_file"),
-    ]
+def file_keys(source: str, batch_hour: str, origin_file: F.Column) -> list[F.Column]:
+    """The columns that say which landed file a piece of it came from: source, batch_hour, origin_file (the
+    file's `export_name`)."""
+    return [F.lit(source).alias("source"), F.lit(batch_hour).alias("batch_hour"), origin_file.alias("origin_file")]
 
 
 def export_name(path: F.Column) -> F.Column:
