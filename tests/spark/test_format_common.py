@@ -14,7 +14,17 @@ from pyspark.sql import functions as F
 from lakeloader.core.config import SUPPORTED_FORMATS
 from lakeloader.land.step import RawFiles
 from lakeloader.parse.formats import ob_types
-from lakeloader.parse.formats.common import decimal_fits, epoch_micros, exact_numbers, extracted_int, integer_text
+from lakeloader.parse.formats.common import (
+    checked_cast,
+    checked_decimal,
+    decimal_fits,
+    epoch_micros,
+    exact_numbers,
+    extracted_int,
+    integer_text,
+    keep_text,
+    with_canonical_images,
+)
 from lakeloader.parse.framing import read_messages
 from lakeloader.parse.step import classify
 from tools.cdcgen import wire
@@ -182,6 +192,41 @@ OMS_TYPES = [
     ("INTERVAL_DAY_TO_SECOND", False, "string", None),
     ("GEOMETRY", False, "binary", "binary"),
 ]
+
+
+IMAGE_DECLARATION = [("id", "int", "int"), ("price", "decimal", "decimal(5,2)"), ("name", "string", "string")]
+IMAGE_CONVERTERS = {"int": checked_cast("int"), "decimal": checked_decimal, "string": keep_text}
+
+
+@pytest.mark.parametrize(
+    ("image", "canonical"),
+    [
+        ({"id": "1", "price": "1.50", "name": "a"}, {"id": "1", "price": "1.50", "name": "a"}),  # the declared order
+        ({"id": "x", "price": "1.5", "name": "b"}, {"id": None, "price": "1.5", "name": "b"}),
+        ({"name": "c", "id": "x", "price": "9.99"}, {"name": "c", "id": None, "price": "9.99"}),  # reordered
+        ({"price": "1234.5"}, {"price": None}),  # partial: 4 integer digits do not fit decimal(5,2)
+        ({"id": "2", "extra": "y"}, {"id": "2", "extra": "y"}),  # an undeclared column keeps its text
+        ({"id": "3", "price": "0.1", "extra": "z"}, {"id": "3", "price": "0.1", "extra": "z"}),
+        (None, None),
+    ],
+)
+def test_image_values_convert_by_their_declared_column_in_any_order(spark, image, canonical):
+    def image_map(entries: dict | None):  # a map in the entries' order (a Python dict's reaches Spark reordered)
+        if entries is None:
+            return F.lit(None).cast("map<string,string>")
+        return F.map_from_arrays(F.array(*map(F.lit, entries)), F.array(*map(F.lit, entries.values())))
+
+    declaration = spark.createDataFrame(
+        [(IMAGE_DECLARATION,)], "typed array<struct<name:string,conv:string,type:string>>"
+    )
+    frame = declaration.select(
+        "typed", image_map(image).alias("raw_before"), image_map({"id": "7", "price": "x"}).alias("raw_after")
+    )
+    images = with_canonical_images(frame, IMAGE_CONVERTERS)
+    row = images.select("before", "after", F.map_keys("before").alias("names")).first()
+    assert row["before"] == canonical
+    assert row["names"] == (image and list(image))  # in the image's order
+    assert row["after"] == {"id": "7", "price": None}
 
 
 def test_oms_types_resolve_to_spark_types(spark):

@@ -403,38 +403,54 @@ def with_canonical_images(frame: DataFrame, converters: Mapping[str, Converter])
     Undeclared columns and columns of unknown wire type keep their text (they are strings). An invalid
     value becomes NULL, which `invalid_columns` then reports.
     """
+    before, after = (F.coalesce(aligned(raw), raw.isNull()) for raw in (F.col("raw_before"), F.col("raw_after")))
     images = {image: canonical_image(F.col(f"raw_{image}"), converters) for image in ("before", "after")}
-    return with_declaration_lookup(frame).withColumns(images).drop(LOOKUP)
+    return with_declaration_lookup(frame, ~(before & after)).withColumns(images).drop(LOOKUP)
 
 
 LOOKUP = "_lookup"
 
 
-def with_declaration_lookup(frame: DataFrame) -> DataFrame:
-    """Adds LOOKUP, the map name -> struct(conv, type) of `typed` that `canonical_image` reads. It is a
-    column of its own, referenced by the images: an expression used only inside the per-value lambda would
-    be inlined there by the optimizer and rebuilt for every value."""
+def aligned(image: Column) -> Column:
+    """Whether an image holds exactly the declared columns (`typed`), in their order: its values then pair with
+    the declarations by position (NULL for a NULL image or declaration)."""
+    return F.map_keys(image) == F.col("typed")["name"]
+
+
+def with_declaration_lookup(frame: DataFrame, needed: Column | None = None) -> DataFrame:
+    """Adds LOOKUP, the map name -> declaration (an element of `typed`) that `canonical_image` reads for an image
+    not `aligned` with `typed` (only where `needed`, when given). It is a column of its own, referenced by the
+    images: an expression used only inside a per-value lambda would be inlined there by the optimizer and rebuilt
+    for every value."""
     names = F.col("typed")["name"]
-    entries = F.transform("typed", lambda c: F.struct(c["name"], F.struct(c["conv"], c["type"])))
     usable = ~_has_repeats(names) & ~F.coalesce(_has_nameless(names), F.lit(False))
+    if needed is not None:
+        usable = usable & needed
+    entries = F.transform("typed", lambda c: F.struct(c["name"], c))
     return frame.withColumn(LOOKUP, F.when(usable, F.map_from_entries(entries)))
 
 
 def canonical_image(raw: Column, converters: Mapping[str, Converter]) -> Column:
-    """An image (map of wire text) as canonical text, each value converted by its declared column's converter
-    (needs the LOOKUP column, `with_declaration_lookup`)."""
+    """An image (map of wire text) as canonical text, each value converted by its declared column's converter.
 
-    def convert(declared: Column, value: Column) -> Column:
+    An image `aligned` with `typed` (the common case: producers write the declared columns in order) pairs its
+    values with the declarations by position; any other image looks each name up in the LOOKUP column
+    (`with_declaration_lookup`), a map lookup per value that was a third of the conversion's cost."""
+    # a converter that keeps the text is the chain's default: a string value needs no comparison
+    converting = {key: converter for key, converter in converters.items() if converter is not keep_text}
+
+    def convert(value: Column, declared: Column) -> Column:
         conv, spark_type = declared["conv"], declared["type"]
         result = F.when(conv.isNull(), value)  # a string, the commonest: no converter to look for
-        for key, converter in converters.items():
+        for key, converter in converting.items():
             result = result.when(conv == key, converter(value, spark_type))
         return result.otherwise(value)
 
-    # the declaration looked up once per value (`let`), not once per converter tried
-    return F.transform_values(
-        raw, lambda name, value: let(F.element_at(F.col(LOOKUP), name), lambda d: convert(d, value))
+    names = F.map_keys(raw)
+    declarations = F.when(aligned(raw), F.col("typed")).otherwise(
+        F.transform(names, lambda name: F.element_at(F.col(LOOKUP), name))
     )
+    return F.map_from_arrays(names, F.zip_with(F.map_values(raw), declarations, convert))
 
 
 def overlay(base: Column, changes: Column) -> Column:
