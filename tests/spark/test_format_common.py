@@ -17,6 +17,7 @@ from lakeloader.parse.formats import ob_types
 from lakeloader.parse.formats.common import (
     checked_cast,
     checked_decimal,
+    configured_converters,
     decimal_fits,
     epoch_micros,
     exact_numbers,
@@ -227,6 +228,16 @@ def test_image_values_convert_by_their_declared_column_in_any_order(spark, image
     assert row["before"] == canonical
     assert row["names"] == (image and list(image))  # in the image's order
     assert row["after"] == {"id": "7", "price": None}
+
+
+def test_only_the_configured_type_families_get_a_converter():
+    by_family = {"double": checked_cast("double"), "decimal": checked_decimal, "date": keep_text, "int": keep_text}
+    column_types = {"db.t1": {"a": "double", "b": "decimal(10,2)"}, "db.t2": {"c": "decimal(38,0)"}}
+    assert configured_converters(by_family, column_types) == {
+        "configured double": by_family["double"],
+        "configured decimal": checked_decimal,
+    }
+    assert configured_converters(by_family, {}) == {}
 
 
 def test_oms_types_resolve_to_spark_types(spark):

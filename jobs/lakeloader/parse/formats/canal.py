@@ -98,7 +98,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     resolve = mysql_types.resolver(frame, F.map_values("mysql_types"), encoding)
     typed = declare_names(names, F.col("mysql_types"), resolve)
     frame = with_declaration_lookup(with_configured_types(frame.withColumn("typed", typed), source.column_types))
-    converters = mysql_types.converters(encoding) | mysql_types.configured(encoding)
+    converters = mysql_types.converters(encoding) | mysql_types.configured(encoding, source.column_types)
     images = F.transform(
         "rows", lambda row, i: _images(F.col("raw_op"), row, F.try_element_at(F.col("old"), i + 1), legacy)
     )

@@ -22,6 +22,7 @@ type, because parametrised types (decimal(p,s)) are only known per message.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -275,10 +276,21 @@ def with_configured_types(frame: DataFrame, column_types: Mapping[str, Mapping[s
     return frame.withColumn("typed", let(configured, retype))
 
 
-def configured_converters(by_family: Mapping[str, Converter]) -> dict[str, Converter]:
-    """The converters of configured columns (`with_configured_types`), from the format's converters by Spark type
-    family (how that format writes such a value)."""
-    return {CONFIGURED + family: converter for family, converter in by_family.items()}
+def configured_converters(
+    by_family: Mapping[str, Converter], column_types: Mapping[str, Mapping[str, str]]
+) -> dict[str, Converter]:
+    """The converters of the columns a source's `column_types` types (`with_configured_types`), from the format's
+    converters by Spark type family (how that format writes such a value). Only the families configured: each
+    value's converter is found by testing the keys one by one, and a key no column can have costs every value
+    (up to twelve more tests for each configured value)."""
+    families = {_family(spark_type) for types in column_types.values() for spark_type in types.values()}
+    return {CONFIGURED + family: converter for family, converter in by_family.items() if family in families}
+
+
+def _family(spark_type: str) -> str:
+    """A Spark SQL type's family, as `with_configured_types` reads it ('decimal' for 'decimal(10,2)')."""
+    match = re.match(r"[a-z_]+", spark_type)
+    return match.group(0) if match else ""
 
 
 def epoch_or_text(fraction_digits: int, text_type: str) -> Converter:

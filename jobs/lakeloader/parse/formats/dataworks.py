@@ -88,10 +88,9 @@ def _date(v: Column, _type: Column | None = None) -> Column:
 
 
 # columns typed by configuration (`column_types`): a DATE value is epoch milliseconds, text is read too
-CONFIGURED_CONVERTERS = configured_converters(
-    spark_type_converters(timestamp=epoch_or_text(3, "timestamp"), timestamp_ntz=epoch_or_text(3, "timestamp_ntz"))
-    | {"date": _date}
-)
+CONFIGURED_BY_FAMILY = spark_type_converters(
+    timestamp=epoch_or_text(3, "timestamp"), timestamp_ntz=epoch_or_text(3, "timestamp_ntz")
+) | {"date": _date}
 
 OPS = OpTable(
     data={
@@ -178,7 +177,8 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         F.when(event_millis > 0, F.timestamp_millis(event_millis)).alias("event_time"),
     )
     frame = with_configured_types(frame, source.column_types)
-    frame = with_canonical_images(frame, converters_of(VALUE_TYPES) | CONFIGURED_CONVERTERS)
+    configured = configured_converters(CONFIGURED_BY_FAMILY, source.column_types)
+    frame = with_canonical_images(frame, converters_of(VALUE_TYPES) | configured)
     return finish(frame, WIRE)
 
 

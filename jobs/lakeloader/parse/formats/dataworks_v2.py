@@ -123,7 +123,8 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         F.when(event_millis > 0, F.timestamp_millis(event_millis)).alias("event_time"),
     )
     frame = with_configured_types(frame, source.column_types)
-    frame = with_canonical_images(frame, ob_types.CONVERTERS | configured_converters(ob_types.SPARK_TYPED_CONVERTERS))
+    configured = configured_converters(ob_types.SPARK_TYPED_CONVERTERS, source.column_types)
+    frame = with_canonical_images(frame, ob_types.CONVERTERS | configured)
     version_problem = F.concat(F.lit("unsupported version '"), F.col("version"), F.lit(f"' (expected {VERSION})"))
     return finish(
         frame,

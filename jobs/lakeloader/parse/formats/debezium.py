@@ -281,7 +281,7 @@ def value_families(binary: Converter) -> dict[str, Converter]:
     ) | {"date": _date, "decimal": _decimal, "binary": binary}
 
 
-CONFIGURED_CONVERTERS = configured_converters(value_families(_message_bytes))
+CONFIGURED_BY_FAMILY = value_families(_message_bytes)
 
 
 def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
@@ -332,7 +332,7 @@ def parse_event(
     )
     typed = F.when(F.col("kind") == C.DATA, F.coalesce(F.when(F.size("row_fields") > 0, declared), undeclared))
     frame = with_configured_types(frame.withColumn("typed", typed), source.column_types)
-    frame = with_canonical_images(frame, CONVERTERS | CONFIGURED_CONVERTERS)
+    frame = with_canonical_images(frame, CONVERTERS | configured_converters(CONFIGURED_BY_FAMILY, source.column_types))
     frame = frame.withColumn("typed", F.transform("typed", _beyond_spark_as_string))
     wire = WireFields(
         op=f"{prefix}op",

@@ -143,7 +143,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     ).drop("declared")
     frame = with_configured_types(_with_batch_types(frame), source.column_types)
     frame = with_canonical_images(
-        frame, mysql_types.converters(BINARY_ENCODING) | mysql_types.configured(BINARY_ENCODING)
+        frame, mysql_types.converters(BINARY_ENCODING) | mysql_types.configured(BINARY_ENCODING, source.column_types)
     )
     undecodable = _undecodable(names, F.col("before_values"), F.col("after_values"))
     return finish(

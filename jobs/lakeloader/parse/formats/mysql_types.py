@@ -11,6 +11,8 @@ bytes, or (open-source Canal) its value as a number -> decimal(20,0).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -31,10 +33,11 @@ def _latin1_binary(v: Column, _type: Column | None = None) -> Column:
     return F.when(v.rlike(r"^[\x{0}-\x{FF}]*$"), base64_text(F.encode(v, "ISO-8859-1")))
 
 
-def configured(binary_encoding: str) -> dict[str, Converter]:
-    """The converters of columns typed by configuration (`column_types`): values as OMS writes them, binary in
-    the source's encoding."""
-    return configured_converters(ob_types.SPARK_TYPED_CONVERTERS | {"binary": converters(binary_encoding)["binary"]})
+def configured(binary_encoding: str, column_types: Mapping[str, Mapping[str, str]]) -> dict[str, Converter]:
+    """The converters of the columns the source's `column_types` types: values as OMS writes them, binary in the
+    source's encoding."""
+    by_family = ob_types.SPARK_TYPED_CONVERTERS | {"binary": converters(binary_encoding)["binary"]}
+    return configured_converters(by_family, column_types)
 
 
 def converters(binary_encoding: str) -> dict[str, Converter]:

@@ -151,6 +151,7 @@ def build(
     typed, converters = declaration(frame, names)
     frame = frame.withColumn("typed", F.when(F.col("kind") == C.DATA, typed))
     frame = with_configured_types(frame, column_types or {})
-    frame = with_canonical_images(frame, converters | configured_converters(ob_types.SPARK_TYPED_CONVERTERS))
+    configured = configured_converters(ob_types.SPARK_TYPED_CONVERTERS, column_types or {})
+    frame = with_canonical_images(frame, converters | configured)
     bad_sequence = (F.col("kind") == C.DATA) & F.col("raw_seq2").isNotNull() & F.col("seq2").isNull()
     return finish(frame, WIRE, after_op=[(bad_sequence, "allMetaData.storeDataSequence is not a number")])
