@@ -388,26 +388,37 @@ RESERVED_COLUMNS = f"column name(s) reserved for the loader's metadata (prefix {
 CASE_TWINS = "column names that differ only by case (Delta column names are case-insensitive): "
 
 
-def name_problem() -> Column:
+NAMES = "_names"
+
+
+def stored_names() -> Column:
+    """The column names a parsed row would store: its images' and its declared columns', each once."""
+    empty = F.array().cast("array<string>")
+    images = [F.coalesce(F.map_keys(image), empty) for image in ("before", "after")]
+    return F.array_distinct(F.concat(*images, F.coalesce(F.col("columns")["name"], empty)))
+
+
+def name_problem(names: Column) -> Column:
     """Why a data or DDL message's names cannot be stored (NULL when they can): a data message's empty db or
     table name; a column named with the loader's `_cdc_` prefix (any case), which would collide with its
     metadata; two columns whose names differ only by case, which Delta takes as one. Such a message is
-    quarantined, never renamed (docs/reliability.md). Every other name is stored (zones.name_segment)."""
-    names = F.array_distinct(
-        F.concat(
-            F.coalesce(F.map_keys("before"), F.array().cast("array<string>")),
-            F.coalesce(F.map_keys("after"), F.array().cast("array<string>")),
-            F.coalesce(F.transform("columns", lambda c: c["name"]), F.array().cast("array<string>")),
-        )
-    )
+    quarantined, never renamed (docs/reliability.md). Every other name is stored (zones.name_segment).
+
+    `names` (`stored_names`) is a column of its own: used inside these checks' per-name lambdas, an expression
+    is evaluated there without code generation, and it was once per use."""
     reserved = F.filter(names, lambda n: F.lower(n).startswith(RESERVED_PREFIX))
+    # a reserved name is rare: the names joined and searched once (generated code) before the per-name test
+    may_reserve = F.lower(F.array_join(names, "/")).contains(RESERVED_PREFIX)
     lowered = F.transform(names, lambda n: F.lower(n))
     twins = F.filter(names, lambda n: F.size(F.filter(lowered, lambda m: m == F.lower(n))) > 1)
     named, data = F.col("kind").isin(C.DATA, C.DDL), F.col("kind") == C.DATA  # a DDL message may name no table
     return (
         F.when(data & (F.col("table") == ""), F.lit(EMPTY_NAME.format("table")))
         .when(data & (F.col("db") == ""), F.lit(EMPTY_NAME.format("database")))
-        .when(named & (F.size(reserved) > 0), F.concat(F.lit(RESERVED_COLUMNS), F.array_join(reserved, ", ")))
+        .when(
+            named & may_reserve & (F.size(reserved) > 0),
+            F.concat(F.lit(RESERVED_COLUMNS), F.array_join(reserved, ", ")),
+        )
         .when(
             named & (F.size(F.array_distinct(lowered)) < F.size(names)),
             F.concat(F.lit(CASE_TWINS), F.array_join(F.array_sort(twins), ", ")),
@@ -418,15 +429,17 @@ def name_problem() -> Column:
 def framed(parsed: DataFrame) -> DataFrame:
     """A parser's rows with the framing applied: a framing error quarantines the message with its reason, a
     tombstone becomes a control message (op TOMBSTONE). Rows of lines read without framing pass unchanged."""
+    parsed = parsed.withColumn(NAMES, stored_names())
+    names = F.col(NAMES)
     if TOMBSTONE not in parsed.columns:
-        return parsed.withColumn(REJECT_REASON, F.coalesce(REJECT_REASON, name_problem()))
+        return parsed.withColumn(REJECT_REASON, F.coalesce(REJECT_REASON, name_problem(names))).drop(NAMES)
     tombstone = F.col(TOMBSTONE)
     return parsed.withColumns(
         {
             REJECT_REASON: F.when(tombstone, F.lit(None)).otherwise(
-                F.coalesce(UNWRAP_ERROR, REJECT_REASON, name_problem())
+                F.coalesce(UNWRAP_ERROR, REJECT_REASON, name_problem(names))
             ),
             "kind": F.when(tombstone, F.lit(C.CONTROL)).otherwise(F.col("kind")),
             "op": F.when(tombstone, F.lit(TOMBSTONE_OP)).otherwise(F.col("op")),
         }
-    ).drop(UNWRAP_ERROR, TOMBSTONE)  # MESSAGE_BYTES stays for the quarantine (lakeloader.parse.step)
+    ).drop(UNWRAP_ERROR, TOMBSTONE, NAMES)  # MESSAGE_BYTES stays for the quarantine (lakeloader.parse.step)
