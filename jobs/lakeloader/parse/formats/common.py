@@ -483,9 +483,12 @@ def invalid_columns(image: Column, canonical: Column) -> Column:
 
     `canonical` is `canonical_image(image)`: the same keys, a NULL wherever a value did not convert. So the
     invalid columns are those NULL there but not in `image`: two passes over the values instead of a lookup of
-    each name in both maps (an interpreted scan of each map per name)."""
+    each name in both maps (an interpreted scan of each map per name). Only for a canonical image holding a NULL:
+    most hold none, and filtering the maps builds new ones."""
     invalid = F.array_except(_null_valued(canonical), _null_valued(image))
-    return F.coalesce(invalid, F.array().cast(STRING_ARRAY))
+    empty = F.array().cast(STRING_ARRAY)
+    has_null = F.exists(F.map_values(canonical), lambda value: value.isNull())
+    return F.when(has_null, F.coalesce(invalid, empty)).otherwise(empty)
 
 
 def _null_valued(image: Column) -> Column:
