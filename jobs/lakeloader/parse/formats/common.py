@@ -474,8 +474,9 @@ def overlay(base: Column, changes: Column) -> Column:
 
 
 def spark_columns(typed: Column) -> Column:
-    """The declared columns as CHANGE_SCHEMA's array<struct<name, type>> with Spark SQL types."""
-    return F.transform(typed, lambda c: F.struct(c["name"].alias("name"), c["type"].alias("type")))
+    """The declared columns as CHANGE_SCHEMA's array<struct<name, type>> with Spark SQL types (zipped from the two
+    fields' arrays: generated code, where a lambda building each struct is interpreted)."""
+    return F.arrays_zip(typed["name"].alias("name"), typed["type"].alias("type"))
 
 
 def invalid_columns(image: Column, canonical: Column) -> Column:
