@@ -242,10 +242,15 @@ def checked_boolean(v: Column, _type: Column | None = None) -> Column:
     return F.when(lowered.isin("1", "true"), F.lit("true")).when(lowered.isin("0", "false"), F.lit("false"))
 
 
+TYPE_FAMILY = r"^([a-z_]+)"
+"""A Spark SQL type's family ('decimal' of 'decimal(10,2)'): group 1. Read by Spark where a column is retyped and in
+Python where the converters are chosen, so both must read it alike."""
+
+
 def spark_typed(spark_type: Column) -> Column:
     """struct(conv, type) for a column declared with a Spark SQL type (configured `column_types`): the
     converter key is the type's family ("decimal" for decimal(p,s)); no type means string."""
-    family = F.regexp_extract(spark_type, r"^([a-z_]+)", 1)
+    family = F.regexp_extract(spark_type, TYPE_FAMILY, 1)
     return F.struct(family.alias("conv"), F.coalesce(spark_type, F.lit("string")).alias("type"))
 
 
@@ -264,7 +269,7 @@ def with_configured_types(frame: DataFrame, column_types: Mapping[str, Mapping[s
     def retype(known: Column) -> Column:
         def column(c: Column) -> Column:
             wanted = F.element_at(known, c["name"])
-            family = F.concat(F.lit(CONFIGURED), F.regexp_extract(wanted, r"^([a-z_]+)", 1))
+            family = F.concat(F.lit(CONFIGURED), F.regexp_extract(wanted, TYPE_FAMILY, 1))
             return F.struct(
                 c["name"].alias("name"),
                 F.when(wanted.isNull(), c["conv"]).otherwise(family).alias("conv"),
@@ -289,8 +294,8 @@ def configured_converters(
 
 def _family(spark_type: str) -> str:
     """A Spark SQL type's family, as `with_configured_types` reads it ('decimal' for 'decimal(10,2)')."""
-    match = re.match(r"[a-z_]+", spark_type)
-    return match.group(0) if match else ""
+    match = re.match(TYPE_FAMILY, spark_type)
+    return match.group(1) if match else ""
 
 
 def epoch_or_text(fraction_digits: int, text_type: str) -> Converter:
