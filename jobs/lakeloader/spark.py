@@ -27,14 +27,45 @@ DEFAULTS = {
     "spark.sql.codegen.cache.maxEntries": "2000",
 }
 
-# The project's JVM functions (jvm/src), registered in every session by `spark_session`: SQL name -> class. Each
-# returns a string.
+# The project's JVM functions (jvm/src), registered in every session by `spark_session`: SQL name -> (class, the
+# type it returns).
 EXACT_NUMBERS = "lakeloader_exact_numbers"  # JSON text with its numbers quoted (lakeloader.parse.formats.common)
 # a message's bytes -> hex of its first control character JSON forbids unescaped (lakeloader.parse.framing)
 FIRST_CONTROL_CHARACTER = "lakeloader_first_control_character"
-JVM_FUNCTIONS = {
-    EXACT_NUMBERS: "lakeloader.jvm.ExactNumbers",
-    FIRST_CONTROL_CHARACTER: "lakeloader.jvm.FirstControlCharacter",
+# a DTS Avro line -> DTS_DECODED: its flat record of exact text, or why it is no record (parse.formats.dts_avro)
+DTS_RECORD = "lakeloader_dts_record"
+_S, _I = T.StringType(), T.IntegerType()
+DTS_VALUE = T.StructType(
+    [
+        T.StructField("branch", _S),  # the union branch: Integer, Character, ..., EmptyObject
+        T.StructField("value", _S),  # Integer/Decimal/Text* value, Float as text, Timestamp seconds, EmptyObject
+        T.StructField("bytes", _S),  # Character/Binary* value as Base64
+        T.StructField("text", _S),  # Character value decoded with its charset (NULL: binary or undecodable)
+        T.StructField("charset", _S),
+        T.StructField("object_type", _S),  # *Geometry/*Object `type`
+        T.StructField("timezone", _S),
+        *[
+            T.StructField(name, _I)
+            for name in ("precision", "scale", "year", "month", "day", "hour", "minute", "second", "millis")
+        ],
+    ]
+)
+_DTS_FIELD = T.StructType([T.StructField("name", _S), T.StructField("type_number", _I)])
+_DTS_RECORD = T.StructType(
+    [
+        *[T.StructField(name, _S) for name in ("id", "source_timestamp", "source_type", "operation", "object_name")],
+        T.StructField("fields", T.ArrayType(_DTS_FIELD)),
+        T.StructField("ddl", _S),  # the images' string branch (a DDL record's statement)
+        T.StructField("before", T.ArrayType(DTS_VALUE)),
+        T.StructField("after", T.ArrayType(DTS_VALUE)),
+    ]
+)
+DTS_DECODED = T.StructType([T.StructField("decode_error", _S), T.StructField("record", _DTS_RECORD)])
+
+JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
+    EXACT_NUMBERS: ("lakeloader.jvm.ExactNumbers", T.StringType()),
+    FIRST_CONTROL_CHARACTER: ("lakeloader.jvm.FirstControlCharacter", T.StringType()),
+    DTS_RECORD: ("lakeloader.jvm.DtsRecords", DTS_DECODED),
 }
 
 
@@ -49,7 +80,7 @@ def spark_session(app_name: str, master: str | None = None, conf: dict[str, str]
     options = {key: expand_jars(value) if key == "spark.jars" else value for key, value in (conf or {}).items()}
     if master:
         options = {"spark.master": master, "spark.ui.enabled": "false", **options}
-        # local Python workers (DTS Avro's decoder) on this interpreter, which has the project's packages
+        # local Python workers (splitting `.bin` files) on this interpreter, which has the project's packages
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     given = driver_settings(options)
     defaults = {key: value for key, value in DEFAULTS.items() if key not in options and not given.contains(key)}
@@ -69,8 +100,8 @@ def register_jvm_functions(session: SparkSession) -> None:
     jars there)."""
     path = str(jvm_jar()).replace("\\", "\\\\").replace('"', '\\"')
     session.sql(f'ADD JAR "{path}"')
-    for name, class_name in JVM_FUNCTIONS.items():
-        session.udf.registerJavaFunction(name, class_name, T.StringType())
+    for name, (class_name, return_type) in JVM_FUNCTIONS.items():
+        session.udf.registerJavaFunction(name, class_name, return_type)
 
 
 def driver_settings(launch: dict[str, str]) -> SparkConf:

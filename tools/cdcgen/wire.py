@@ -26,12 +26,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Context, Decimal
+from functools import cache
+from importlib import resources
+from typing import Any
 
 import fastavro
 
 from lakeloader.core.format_registry import FORMATS, names
-from lakeloader.parse.formats.dts_avro_decode import record_schema
 from tools.cdcgen import dataworks as dw
+
+
+@cache
+def record_schema() -> Any:
+    """DTS Avro's writer schema for fastavro: the copy of Alibaba's dts_record.avsc that the parser's package ships."""
+    text = resources.files("lakeloader.parse.formats").joinpath("dts_record.avsc").read_text(encoding="utf-8")
+    return fastavro.parse_schema(json.loads(text))
+
 
 Row = dict[str, object]
 DB = "shop"

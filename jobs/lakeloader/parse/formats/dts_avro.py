@@ -5,9 +5,13 @@
 
 Messages arrive as the Base64 text of the record's schemaless Avro binary: lakeloader.parse.framing reads `.bin`
 files of length-prefixed records, `kcat -J` envelopes and Base64 lines into that text. A message that is not
-Base64 or not a record is quarantined ("not Base64", "not a DTS Avro record: ..."). Decoding is the only
-Python step (lakeloader.parse.formats.dts_avro_decode, batch-wise in mapInArrow); the rest is Spark SQL on the
-flat records it returns.
+Base64 or not a record is quarantined ("empty line", "not Base64", "not a DTS Avro record: ..."). Decoding is a
+JVM function of the project's jar (jvm/src/lakeloader/jvm/DtsRecords.java, `decoded`), which reads the record's
+fields in the order of dts_record.avsc (a copy of Alibaba's shipped with the package) and makes every value text
+that loses nothing: numbers as their digits (a Float's double as its shortest round-trip text, as Python's repr
+writes it), bytes as Base64, timestamps and date-times as their parts, Character bytes also decoded with their
+MySQL charset (Spark's `decode` knows only the UTF and ISO-8859-1 families; MySQL names gbk, big5, cp1252 ...).
+The rest is Spark SQL on the flat records it returns.
 
 Ops: INSERT and INIT (full load) are inserts, UPDATE an update (both images), DELETE a delete; DDL keeps
 its statement (the images' string branch); HEARTBEAT is a heartbeat; BEGIN, COMMIT, ROLLBACK, ABORT,
@@ -48,7 +52,6 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
@@ -69,7 +72,7 @@ from lakeloader.parse.formats.common import (
     with_canonical_images,
     with_configured_types,
 )
-from lakeloader.parse.formats.dts_avro_decode import BINARY_CHARSET, DECODED, decode
+from lakeloader.spark import DTS_RECORD
 
 OPS = OpTable(
     data={"INSERT": C.INSERT, "INIT": C.INSERT, "UPDATE": C.UPDATE, "DELETE": C.DELETE},
@@ -100,19 +103,19 @@ MYSQL_SOURCES = ("MySQL", "DRDS")
 STRING_TYPE_NUMBERS = (15, 245, 247, 248, 249, 250, 251, 252, 253, 254)  # VARCHAR ... STRING, JSON, ENUM, SET, BLOBs
 GEOMETRY = 255
 VALUE_TYPED_NUMBERS = (0, 246, 16, *STRING_TYPE_NUMBERS, GEOMETRY)  # (NEW)DECIMAL, BIT, text or bytes: a value types
+BINARY_CHARSET = "binary"
 BINARY_ENCODING = "base64"  # how the flat records carry bytes (mysql_types' binary converter)
 
 
 def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     """Messages (Base64 DTS Avro records) -> canonical change rows with `reject_reason`."""
-    decoded = lines.mapInArrow(decode, T.StructType([*lines.schema.fields, *DECODED]))
-    record = F.col("record")
+    record = F.col("decoded")["record"]
     op = record["operation"]
     kind = OPS.kind(op)
     db, table = _db_and_table(record["object_name"])
-    frame = decoded.select(
+    frame = lines.withColumn("decoded", decoded(F.col("text"))).select(
         *lines.columns,
-        F.col("decode_error").alias("envelope_error"),
+        F.col("decoded")["decode_error"].alias("envelope_error"),
         op.alias("raw_op"),
         kind.alias("kind"),
         OPS.canonical(op).alias("op"),
@@ -131,7 +134,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     names = F.col("fields")["name"]
     # The records and their fields' declarations feed the rows, the sample of declarations (resolver) and the
     # batch's column types (_with_batch_types): a lazy local checkpoint keeps them once computed, so each line is
-    # decoded (Python) and declared once.
+    # decoded and declared once.
     frame = frame.withColumn("declared", F.transform("fields", _declared)).localCheckpoint(eager=False)
     resolve = mysql_types.resolver(frame, F.col("declared")["declaration"], BINARY_ENCODING)
     frame = frame.withColumns(
@@ -163,6 +166,11 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
             ),
         ],
     )
+
+
+def decoded(line: Column) -> Column:
+    """struct(decode_error, record) of a DTS Avro line (lakeloader.spark's DTS_DECODED; one of the two is NULL)."""
+    return F.call_function(DTS_RECORD, line)
 
 
 def _db_and_table(object_name: Column) -> tuple[Column, Column]:

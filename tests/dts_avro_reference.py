@@ -1,12 +1,8 @@
-"""DTS Avro lines -> flat records of exact text: the one step of the `dts_avro` format that runs in Python.
+"""The Python decoder of DTS Avro lines that jvm/src/lakeloader/jvm/DtsRecords.java replaced (fastavro, row by
+row), kept as its reference: tests/spark/test_dts_records.py requires both to decode every line alike.
 
-Spark cannot read Avro binary without the spark-avro jar, so `decode` runs batch-wise in `mapInArrow`: each
-line is the Base64 of one schemaless Avro `com.alibaba.dts.formats.avro.Record`, read with fastavro against
-`dts_record.avsc` (parsed once per worker process). Everything after decoding (ops, types, canonical text,
-checks) is Spark SQL in lakeloader.parse.formats.dts_avro; here every value only becomes text that loses nothing:
-numbers as their digits (a Float's double as its shortest round-trip text), bytes as Base64, timestamps and
-date-times as their parts. Character bytes are also decoded here, with their MySQL charset: Python knows
-every charset MySQL names (gbk, big5, cp1252 ...), Spark's `decode` only the UTF and ISO-8859-1 families.
+`decode_line` returns (error, None) or (None, the flat record: a dict of the `record` fields of lakeloader.spark's
+DTS_DECODED).
 """
 
 from __future__ import annotations
@@ -14,20 +10,14 @@ from __future__ import annotations
 import base64
 import binascii
 import io
-import json
-from collections.abc import Iterable, Iterator
-from functools import cache
-from importlib import resources
 from typing import Any
 
 import fastavro
-import pyarrow as pa
-from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_type
+
+from tools.cdcgen.wire import record_schema
 
 NOT_BASE64 = "not Base64"
 NOT_A_RECORD = "not a DTS Avro record: "
-BINARY_CHARSET = "binary"
 MAX_ERROR_LENGTH = 120
 
 # MySQL charset names -> Python codecs (MySQL's latin1 is Windows-1252, its utf8 the 3-byte subset of UTF-8)
@@ -50,53 +40,6 @@ CHARSETS = {
     "utf16le": "utf-16-le",
     "utf32": "utf-32-be",
 }
-
-_S, _I = T.StringType(), T.IntegerType()
-VALUE = T.StructType(
-    [
-        T.StructField("branch", _S),  # the union branch: Integer, Character, ..., EmptyObject
-        T.StructField("value", _S),  # Integer/Decimal/Text* value, Float as text, Timestamp seconds, EmptyObject
-        T.StructField("bytes", _S),  # Character/Binary* value as Base64
-        T.StructField("text", _S),  # Character value decoded with its charset (NULL: binary or undecodable)
-        T.StructField("charset", _S),
-        T.StructField("object_type", _S),  # *Geometry/*Object `type`
-        T.StructField("timezone", _S),
-        *[
-            T.StructField(name, _I)
-            for name in ("precision", "scale", "year", "month", "day", "hour", "minute", "second", "millis")
-        ],
-    ]
-)
-FIELD = T.StructType([T.StructField("name", _S), T.StructField("type_number", _I)])
-RECORD = T.StructType(
-    [
-        *[T.StructField(name, _S) for name in ("id", "source_timestamp", "source_type", "operation", "object_name")],
-        T.StructField("fields", T.ArrayType(FIELD)),
-        T.StructField("ddl", _S),  # the images' string branch (a DDL record's statement)
-        T.StructField("before", T.ArrayType(VALUE)),
-        T.StructField("after", T.ArrayType(VALUE)),
-    ]
-)
-DECODED = [T.StructField("decode_error", _S), T.StructField("record", RECORD)]
-
-
-@cache
-def record_schema() -> Any:
-    """The parsed writer schema: a copy of Alibaba's, shipped with the package (workers read it from there)."""
-    text = resources.files(__package__).joinpath("dts_record.avsc").read_text(encoding="utf-8")
-    return fastavro.parse_schema(json.loads(text))
-
-
-def decode(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow function: each batch with `decode_error` and `record` (one of them NULL) appended."""
-    record_type = to_arrow_type(RECORD)
-    for batch in batches:
-        decoded = [decode_line(line) for line in batch.column("text").to_pylist()]
-        errors = pa.array([error for error, _ in decoded], pa.string())
-        records = pa.array([record for _, record in decoded], record_type)
-        yield pa.RecordBatch.from_arrays(
-            [*batch.columns, errors, records], names=[*batch.schema.names, "decode_error", "record"]
-        )
 
 
 def decode_line(line: str | None) -> tuple[str | None, dict | None]:
