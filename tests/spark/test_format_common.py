@@ -25,6 +25,7 @@ from lakeloader.parse.formats.common import (
     integer_text,
     keep_text,
     with_canonical_images,
+    with_configured_types,
 )
 from lakeloader.parse.framing import read_messages
 from lakeloader.parse.step import classify
@@ -238,6 +239,25 @@ def test_only_the_configured_type_families_get_a_converter():
         "configured decimal": checked_decimal,
     }
     assert configured_converters(by_family, {}) == {}
+
+
+def test_configured_types_retype_only_the_declared_columns_of_their_table_and_keep_the_order(spark):
+    column_types = {"db.t1": {"b": "decimal(10,2)", "z": "date", "a": "double"}, "db.t2": {}}
+    declared = [("a", "LONG", "bigint"), ("b", None, "string"), ("c", "STRING", "string")]
+    frame = spark.createDataFrame(
+        [("db", table, declared) for table in ("t1", "t2", "t3")] + [("db", "t1", None)],
+        "db string, table string, typed array<struct<name:string,conv:string,type:string>>",
+    )
+
+    rows = with_configured_types(frame, column_types).collect()
+
+    assert [r["typed"] and [tuple(c) for c in r["typed"]] for r in rows] == [
+        [("a", "configured double", "double"), ("b", "configured decimal", "decimal(10,2)"), ("c", "STRING", "string")],
+        declared,  # t2 configures nothing, t3 is not named
+        declared,
+        None,
+    ]
+    assert with_configured_types(frame, {"db.t2": {}}) is frame
 
 
 def test_oms_types_resolve_to_spark_types(spark):
