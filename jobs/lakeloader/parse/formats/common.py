@@ -258,6 +258,9 @@ CONFIGURED = "configured "
 """Prefix of the converter key of a column whose type the source's `column_types` sets over the message's own."""
 
 
+_CONFIGURED = "_configured"  # the row's table's configured declarations, while `with_configured_types` reads them
+
+
 def with_configured_types(frame: DataFrame, column_types: Mapping[str, Mapping[str, str]]) -> DataFrame:
     """`typed` with every column that `column_types` names for the row's db.table retyped: a configured type
     always wins over the type the message declares or the format infers. Its converter key is CONFIGURED plus
@@ -276,9 +279,6 @@ def with_configured_types(frame: DataFrame, column_types: Mapping[str, Mapping[s
         .withColumn("typed", F.when(F.col(_CONFIGURED).isNull(), F.col("typed")).otherwise(retyped))
         .drop(_CONFIGURED)
     )
-
-
-_CONFIGURED = "_configured"
 
 
 def configured_declarations(column_types: Mapping[str, Mapping[str, str]]) -> Column | None:

@@ -196,12 +196,12 @@ public final class DtsRecords implements UDF1<String, Row> {
          * year, month, day, hour, minute, second, millis); NULL for the null branch. */
         private Row value() {
             int index = readIndex(VALUE_BRANCHES.length, "image value");
-            String branch = VALUE_BRANCHES[index];
+            if (index == 0) {
+                return null;
+            }
             Object[] v = new Object[16];
-            v[0] = branch;
+            v[0] = VALUE_BRANCHES[index];
             switch (index) {
-                case 0:
-                    return null;
                 case 1: // Integer {precision, value}
                     v[7] = readInt();
                     v[1] = readString();
