@@ -19,8 +19,27 @@ from lakeloader.spark import DTS_DECODED, DTS_VALUE
 from tools.cdcgen.wire import record_schema
 
 NS = "com.alibaba.dts.formats.avro."
-SOURCE_TYPES = ["MySQL", "Oracle", "DRDS", "PostgreSQL", "OTHER"]
-OPERATIONS = ["INSERT", "UPDATE", "DELETE", "DDL", "HEARTBEAT", "COMMIT", "INIT", "NOOP"]
+
+
+def enum_symbols(name: str) -> list[str]:
+    """Every symbol of the schema's enum `name`: the decoder holds its own table of them, in the schema's order."""
+
+    def found(node: object) -> list[str] | None:
+        if isinstance(node, dict):
+            if node.get("type") == "enum" and node["name"].rsplit(".", 1)[-1] == name:
+                return node["symbols"]
+            nodes = list(node.values())
+        else:
+            nodes = node if isinstance(node, list) else []
+        return next((symbols for child in nodes if (symbols := found(child)) is not None), None)
+
+    symbols = found(record_schema())
+    assert symbols, name
+    return symbols
+
+
+SOURCE_TYPES = enum_symbols("SourceType")
+OPERATIONS = enum_symbols("Operation")
 CHARSETS = ["utf8mb4", "UTF8", "latin1", "ascii", "gbk", "gb18030", "big5", "ujis", "sjis", "euckr", "ucs2"]
 CHARSETS += ["utf16le", "utf32", "binary", "klingon"]
 TEXTS = ["", "ann", "é", "日本語", "😀", "a\nb", "\u2028", "\x00"]
