@@ -25,6 +25,9 @@ DEFAULTS = {
     # one hour's parse and apply generate more classes than Spark keeps compiled (100): a session that runs
     # several hours (the local runner, the tests) compiled them again each hour (docs/performance.md)
     "spark.sql.codegen.cache.maxEntries": "2000",
+    # a write partitioned by a column of few values (the parse step's destination) keeps a file open per value
+    # instead of sorting every row by it first
+    "spark.sql.maxConcurrentOutputFileWriters": "8",
 }
 
 # The project's JVM functions (jvm/src), registered in every session by `spark_session`: SQL name -> (class, the

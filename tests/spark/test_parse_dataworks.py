@@ -9,11 +9,17 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 import tools.cdcgen
+from lakeloader.apply.step import read_bronze
+from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig
+from lakeloader.core.lake_index import bronze_hours
+from lakeloader.core.storage import open_store
 from lakeloader.land.step import land_hour
+from lakeloader.parse import canonical as C
 from lakeloader.parse.numbered_lines import read_numbered_lines
 from lakeloader.parse.step import classify, run_parse
 
@@ -241,15 +247,23 @@ def test_a_few_small_files_read_one_scan_each_number_their_lines_as_the_chunked_
         spark.conf.unset("spark.sql.files.openCostInBytes")
 
 
-def test_run_parse_writes_bronze_quarantine_and_counts_that_add_up(spark, tmp_path):
+def landed(tmp_path: Path, text: str, **overrides) -> SourceConfig:
+    """A source whose one export file, holding `text`, is landed in HOUR."""
     exports, lake = tmp_path / "exports", tmp_path / "lake"
-    exports.mkdir()
     seed = exports / "topic-0" / "00001.json.gz"
-    seed.parent.mkdir()
-    seed.write_bytes(gzip.compress(((FIXTURES / "seed_000.jsonl").read_text() + "oops\n").encode()))
+    seed.parent.mkdir(parents=True)
+    seed.write_bytes(gzip.compress(text.encode()))
     os.utime(seed, (HOUR.timestamp() + 60, HOUR.timestamp() + 60))
-    config = SourceConfig(name="shop", format="dataworks_json", export_uri=str(exports), lake_root=str(lake))
+    config = SourceConfig(
+        name="shop", format="dataworks_json", export_uri=str(exports), lake_root=str(lake), **overrides
+    )
     land_hour(config, HOUR)
+    return config
+
+
+def test_run_parse_writes_bronze_quarantine_and_counts_that_add_up(spark, tmp_path):
+    config = landed(tmp_path, (FIXTURES / "seed_000.jsonl").read_text() + "oops\n")
+    lake = tmp_path / "lake"
 
     report = run_parse(spark, config, HOUR)
 
@@ -276,6 +290,42 @@ def test_run_parse_writes_bronze_quarantine_and_counts_that_add_up(spark, tmp_pa
     recorded = json.loads((lake / "audit/shop/runs/dt=2026-11-21/hour=05/parse.json").read_text())
     assert recorded == report
     assert run_parse(spark, config, HOUR) == report  # rerun reproduces the hour
+
+
+def test_run_parse_puts_each_row_in_one_place_only_and_leaves_no_scratch(spark, tmp_path):
+    config = landed(tmp_path, (FIXTURES / "seed_000.jsonl").read_text() + "oops\n", tables=["other.table"])
+    lake = tmp_path / "lake"
+
+    report = run_parse(spark, config, HOUR)
+
+    assert report["outcomes"] == {
+        "data": 0,
+        "ddl": 0,
+        "heartbeat": 1,
+        "control": 0,
+        "excluded": 5,
+        "quarantined": 1,
+    }
+    assert report["tables"] == {"pkset_test.pkset_test_no_pk": {"excluded": 5}}
+    bronze = pq.read_table(lake / zones.bronze_changes_dir("shop", HOUR)).to_pylist()
+    assert [(r["kind"], r["reason"], r["message"], r["message_bytes"]) for r in bronze] == [
+        ("heartbeat", None, None, None)
+    ]
+    quarantine = pq.read_table(lake / zones.bronze_quarantine_dir("shop", HOUR))
+    assert quarantine.column_names == C.QUARANTINE_SCHEMA.names
+    assert quarantine.to_pylist()[0]["message_bytes"] == b"oops"
+    assert not (lake / zones.work_dir("shop", "parse", zones.format_hour(HOUR))).exists()
+
+
+def test_an_hour_without_bronze_rows_reads_as_empty_and_is_listed_as_parsed(spark, tmp_path):
+    config = landed(tmp_path, "oops\n")
+    lake = open_store(str(tmp_path / "lake"))
+
+    report = run_parse(spark, config, HOUR)
+
+    assert report["outcomes"]["quarantined"] == 1
+    assert read_bronze(spark, lake, "shop", HOUR).count() == 0
+    assert bronze_hours(lake, "shop") == [HOUR]
 
 
 @pytest.mark.parametrize("fmt", ["dataworks_json"])

@@ -13,7 +13,6 @@ import json
 from datetime import datetime
 from typing import TypedDict
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -29,6 +28,7 @@ from lakeloader.parse.framing import framed, read_messages
 
 OUTCOME = "outcome"
 EXCLUDED, QUARANTINED = "excluded", "quarantined"
+DESTINATION, BRONZE = "destination", "bronze"  # a row's place: bronze (data, ddl, heartbeat, control), or its outcome
 
 
 def classify(messages: DataFrame, source: SourceConfig) -> DataFrame:
@@ -48,22 +48,23 @@ def classify(messages: DataFrame, source: SourceConfig) -> DataFrame:
     return parsed.withColumn(OUTCOME, outcome)
 
 
-def bronze_rows(classified: DataFrame) -> DataFrame:
-    return classified.where(F.col(OUTCOME).isin(C.DATA, C.DDL, C.HEARTBEAT, C.CONTROL)).select(*C.CHANGE_SCHEMA.names)
-
-
-def quarantine_rows(classified: DataFrame) -> DataFrame:
-    return classified.where(F.col(OUTCOME) == QUARANTINED).select(
-        "source",
-        F.col(REJECT_REASON).alias("reason"),
-        "db",
-        "table",
-        F.make_valid_utf8("text").alias("message"),
-        "origin_file",
-        "origin_line",
-        *[f.name for f in C.POSITION_FIELDS],
-        "batch_hour",
-        message_bytes(classified).alias("message_bytes"),
+def staged_rows(classified: DataFrame) -> DataFrame:
+    """Every classified row, with bronze's columns and quarantine's and its `destination` (bronze, quarantined or
+    excluded), for the one write the parse step makes. A column holds a value only where the row's destination
+    keeps it: a bronze row carries no quarantine values, a quarantined row no change, an excluded row only its
+    table and position (what the report counts)."""
+    outcome, destination = F.col(OUTCOME), F.col(DESTINATION)
+    bronze, quarantined = destination == BRONZE, destination == QUARANTINED
+    every_row = {"source", "db", "table", "origin_file", "origin_line", "origin_index", "batch_hour"}
+    every_row |= {f.name for f in C.POSITION_FIELDS}
+    change = [F.col(c) if c in every_row else F.when(bronze, F.col(c)).alias(c) for c in C.CHANGE_SCHEMA.names]
+    placed = classified.withColumn(DESTINATION, F.when(outcome.isin(QUARANTINED, EXCLUDED), outcome).otherwise(BRONZE))
+    return placed.select(
+        *change,
+        F.when(quarantined, F.col(REJECT_REASON)).alias("reason"),
+        F.when(quarantined, F.make_valid_utf8("text")).alias("message"),
+        F.when(quarantined, message_bytes(classified)).alias("message_bytes"),
+        DESTINATION,
     )
 
 
@@ -88,41 +89,53 @@ class ParseReport(TypedDict):
 
 @writes_source("parse")
 def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: Store | None = None) -> ParseReport:
-    """Parse the hour's manifest into bronze and quarantine; returns (and records) the counts."""
+    """Parse the hour's manifest into bronze and quarantine; returns (and records) the counts.
+
+    The messages are parsed once, in one write of every row partitioned by destination to a scratch directory:
+    the report is counted from its small columns, bronze's partition moved into place, the quarantined rows (few)
+    rewritten with quarantine's columns, the excluded dropped. Parsing into a cache that the report, bronze and
+    quarantine then read cost a quarter more time (docs/performance.md)."""
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
     hour_text = zones.format_hour(hour)
     manifest = read_manifest(lake, source.name, hour)
     messages = read_messages(spark, raw_files(lake, manifest), source, hour_text)
-    # On disk: the in-memory columnar cache builds its batches on the heap and ran a 1g driver out of memory
-    # at a million messages an hour. Only quarantine needs the message text: caching every message's text too
-    # ran a 1g driver out of heap reading the cache back, at a million Canal messages in one file
-    # (docs/performance.md).
-    classified = classify(messages, source)
-    classified = classified.withColumn("text", F.when(F.col(OUTCOME) == QUARANTINED, F.col("text")))
-    classified = classified.persist(StorageLevel.DISK_ONLY)
+    scratch = zones.work_dir(source.name, "parse", hour_text)
+    lake.delete_tree(scratch)
     try:
-        report = _report(classified, source.name, hour_text, len(manifest))
-        bronze_rows(classified).write.mode("overwrite").parquet(
-            spark_path(lake.child(zones.bronze_changes_dir(source.name, hour)))
-        )
+        rows = staged_rows(classify(messages, source))
+        rows.write.mode("overwrite").partitionBy(DESTINATION).parquet(spark_path(lake.child(scratch)))
+        staged = spark.read.schema(rows.schema).parquet(spark_path(lake.child(scratch)))
+        report = _report(staged, source.name, hour_text, len(manifest))
+        _publish_bronze(lake, f"{scratch}/{DESTINATION}={BRONZE}", zones.bronze_changes_dir(source.name, hour))
         quarantine = zones.bronze_quarantine_dir(source.name, hour)
         if report["outcomes"][QUARANTINED]:
-            quarantine_rows(classified).write.mode("overwrite").parquet(spark_path(lake.child(quarantine)))
+            quarantined = staged.where(F.col(DESTINATION) == QUARANTINED).select(*C.QUARANTINE_SCHEMA.names)
+            quarantined.write.mode("overwrite").parquet(spark_path(lake.child(quarantine)))
         else:  # no directory rather than a Spark job writing an empty one; a rerun removes an earlier run's
             lake.delete_tree(quarantine)
     finally:
-        classified.unpersist()
+        lake.delete_tree(scratch)
     lake.write_bytes(zones.run_report_key(source.name, hour, "parse"), json.dumps(report, indent=1).encode())
     return report
 
 
-def _report(classified: DataFrame, source: str, hour_text: str, files: int) -> ParseReport:
-    """Counts by outcome, by table and by quarantine reason, from one small aggregate collected to the driver
-    (one pass over the classified rows instead of one per count)."""
+def _publish_bronze(lake: Store, staged: str, bronze: str) -> None:
+    """Replace the hour's bronze with the staged bronze partition's files (a rename on a local lake). Bronze's
+    files also hold quarantine's columns, all NULL (readers name the columns they read). The success marker
+    keeps an hour without bronze rows listed as parsed (lake_index.bronze_hours)."""
+    lake.delete_tree(bronze)
+    if next(iter(lake.list(staged + "/")), None) is not None:
+        lake.move_tree(staged, bronze)
+    lake.write_bytes(f"{bronze}/_SUCCESS", b"")
+
+
+def _report(staged: DataFrame, source: str, hour_text: str, files: int) -> ParseReport:
+    """Counts by outcome, by table and by quarantine reason, from one small aggregate of the staged rows'
+    small columns collected to the driver."""
     first_of_message = F.when(F.col("origin_index") == 0, 1).otherwise(0)  # a Canal message may hold many rows
-    reason = F.when(F.col(OUTCOME) == QUARANTINED, F.col(REJECT_REASON))
+    outcome = F.when(F.col(DESTINATION) == BRONZE, F.col("kind")).otherwise(F.col(DESTINATION))
     groups = (
-        classified.groupBy("db", "table", OUTCOME, reason.alias(REJECT_REASON))
+        staged.groupBy("db", "table", outcome.alias(OUTCOME), F.col("reason").alias(REJECT_REASON))
         .agg(F.count("*").alias("n"), F.sum(first_of_message).alias("lines"))
         .collect()
     )
