@@ -55,8 +55,8 @@ def staged_rows(classified: DataFrame) -> DataFrame:
     table and position (what the report counts)."""
     outcome, destination = F.col(OUTCOME), F.col(DESTINATION)
     bronze, quarantined = destination == BRONZE, destination == QUARANTINED
-    every_row = {"source", "db", "table", "origin_file", "origin_line", "origin_index", "batch_hour"}
-    every_row |= {f.name for f in C.POSITION_FIELDS}
+    # the columns bronze and quarantine share, and the row's index in its message (the report counts lines by it)
+    every_row = set(C.CHANGE_SCHEMA.names) & set(C.QUARANTINE_SCHEMA.names) | {"origin_index"}
     change = [F.col(c) if c in every_row else F.when(bronze, F.col(c)).alias(c) for c in C.CHANGE_SCHEMA.names]
     placed = classified.withColumn(DESTINATION, F.when(outcome.isin(QUARANTINED, EXCLUDED), outcome).otherwise(BRONZE))
     return placed.select(
