@@ -33,6 +33,8 @@ DEFAULTS = {
 # The project's JVM functions (jvm/src), registered in every session by `spark_session`: SQL name -> (class, the
 # type it returns).
 EXACT_NUMBERS = "lakeloader_exact_numbers"  # JSON text with its numbers quoted (lakeloader.parse.formats.common)
+# JSON text -> the first name one of its objects holds twice, or NULL (lakeloader.parse.formats.common.parse_json)
+REPEATED_NAME = "lakeloader_repeated_name"
 # a message's bytes -> hex of its first control character JSON forbids unescaped (lakeloader.parse.framing)
 FIRST_CONTROL_CHARACTER = "lakeloader_first_control_character"
 # a DTS Avro line -> DTS_DECODED: its flat record of exact text, or why it is no record (parse.formats.dts_avro)
@@ -67,6 +69,7 @@ DTS_DECODED = T.StructType([T.StructField("decode_error", _S), T.StructField("re
 
 JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     EXACT_NUMBERS: ("lakeloader.jvm.ExactNumbers", T.StringType()),
+    REPEATED_NAME: ("lakeloader.jvm.RepeatedNames", T.StringType()),
     FIRST_CONTROL_CHARACTER: ("lakeloader.jvm.FirstControlCharacter", T.StringType()),
     DTS_RECORD: ("lakeloader.jvm.DtsRecords", DTS_DECODED),
 }

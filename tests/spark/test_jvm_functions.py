@@ -9,7 +9,7 @@ import random
 from pyspark.sql import functions as F
 
 from lakeloader.parse.formats.common import exact_numbers
-from lakeloader.spark import FIRST_CONTROL_CHARACTER, JVM_FUNCTIONS
+from lakeloader.spark import FIRST_CONTROL_CHARACTER, JVM_FUNCTIONS, REPEATED_NAME
 
 # The regular expression that quoted the numbers before ExactNumbers did (5-7 times slower). Each match consumes,
 # possessively, everything up to the next number (whole string tokens included), then the number, which the
@@ -69,3 +69,22 @@ def test_the_jvm_control_character_equals_the_regular_expression_it_replaced_on_
     assert differ == []
     counts = found.groupBy(F.col("jvm").isNull().alias("none")).count().collect()
     assert all(row["count"] > 1_000 for row in counts) and len(counts) == 2  # both outcomes well represented
+
+
+def test_a_repeated_name_is_found_in_any_object_as_json_reads_names(spark):
+    texts = {
+        '{"a":1,"b":{"a":2},"c":[{"a":3},{"a":4}]}': None,  # one name in different objects
+        '{"a":1,"b":2,"a":3}': "a",
+        '{"x":{"n":1,"m":[1,{"k":1,"k":2}]}}': "k",
+        '{"caf\\u00e9":1,"café":2}': "café",  # escapes decoded, as the JSON reader reads the name
+        '{"a":1,"A":2}': None,  # names are case-sensitive
+        '{"a":1,"a":2': None,  # no valid JSON: the JSON reader reports it
+        '{"a":1,"a":2} trailing': "a",  # the JSON reader reads the first value only
+        '{"a":1} {"b":1,"b":2}': None,
+        '[{"a":1,"a":2}]': "a",
+        '1 {"a":1,"a":2}': None,
+        "": None,
+    }
+    frame = spark.createDataFrame([(t,) for t in texts], "v string")
+    found = frame.select("v", F.call_function(REPEATED_NAME, F.col("v")).alias("name")).collect()
+    assert {r["v"]: r["name"] for r in found} == texts

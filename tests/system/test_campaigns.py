@@ -42,6 +42,7 @@ CERTAIN = {
     "nul": "message holds a control character JSON does not allow unescaped (byte 0x00)",
     "deep_nesting": None,
     "too_large": "message too large:",
+    "repeated_name": "ambiguous JSON: an object holds a name twice:",  # an image's map with it failed the hour
 }
 # mutations that may or may not leave a loadable message: they must not crash, and land in one outcome
 UNCERTAIN = ("bom", "huge_numbers", "wrong_types", "unknown_op", "missing_field")
@@ -69,10 +70,20 @@ def _json_mutation(rng: random.Random, line: str, kind: str) -> str:
     if kind == "unknown_op":
         ops = {"INSERT", "UPDATE", "DELETE", "UPDATE_AFTER", "UPDATE_BEFOR", "I", "U", "D", "c", "u", "d", "insert"}
         return json.dumps(walk(message, lambda k, v: "BOGUS_OP" if isinstance(v, str) and v in ops else v))
+    if kind == "repeated_name":  # a name of any object of the message sent twice, the second time with another value
+        objects: list[dict] = []
+        walk(message, lambda k, v: objects.append(v) or v if isinstance(v, dict) and v else v)
+        target = rng.choice(objects or [message])
+        name = rng.choice(sorted(target))
+        target[_REPEAT] = "another value"
+        return json.dumps(message).replace(json.dumps(_REPEAT), json.dumps(name))
     if kind == "missing_field" and isinstance(message, dict) and message:
         message.pop(rng.choice(sorted(message)))
         return json.dumps(message)
     return line
+
+
+_REPEAT = "\u0001repeat"  # a placeholder name, replaced by the name it repeats once the message is JSON text
 
 
 def _mutate(rng: random.Random, fmt: str, line: str, kind: str, max_bytes: int) -> bytes:

@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lakeloader.parse import canonical as C
-from lakeloader.spark import EXACT_NUMBERS
+from lakeloader.spark import EXACT_NUMBERS, REPEATED_NAME
 
 REJECT_REASON = "reject_reason"
 # the export's framing of a message (lakeloader.parse.framing): parsers pass these through untouched
@@ -71,20 +71,35 @@ def parse_json(lines: DataFrame, schema: T.StructType | T.MapType) -> DataFrame:
     Numbers keep their exact text (`exact_numbers`), so every scalar field of `schema` should be a string
     and converted with try_cast where a number is meant: a bad value then rejects the message instead of
     blanking the whole record.
+
+    A message one of whose objects holds a name twice is not parsed (`j` is NULL): JSON leaves its meaning open,
+    Spark's reader would keep one of a field's values silently, and an image's map with the name twice would fail
+    the job where any expression rebuilds it.
     """
-    text = exact_numbers(F.col("text"))
+    message = F.col("text")
+    lines = lines.withColumn(REPEATED, F.call_function(REPEATED_NAME, message))
+    text = exact_numbers(F.when(F.col(REPEATED).isNull(), message))
     if isinstance(schema, T.MapType):
         parsed, corrupt = F.from_json(text, schema), F.lit(False)  # type: ignore[arg-type]  # a MapType schema works
     else:
         with_corrupt = T.StructType([*schema.fields, T.StructField(CORRUPT, T.StringType())])
         parsed = F.from_json(text, with_corrupt, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
         corrupt = F.col(f"j.{CORRUPT}").isNotNull()
-    return lines.withColumn("j", parsed).withColumn(
-        "envelope_error",
-        F.when(F.trim("text") == "", F.lit("empty line")).when(
-            F.col("j").isNull() | corrupt, F.lit("malformed JSON: not a JSON object")
-        ),
+    repeated = F.concat(F.lit(REPEATED_NAME_REASON + ' "'), F.col(REPEATED), F.lit('"'))
+    return (
+        lines.withColumn("j", parsed)
+        .withColumn(
+            "envelope_error",
+            F.when(F.trim(message) == "", F.lit("empty line"))
+            .when(F.col(REPEATED).isNotNull(), repeated)
+            .when(F.col("j").isNull() | corrupt, F.lit("malformed JSON: not a JSON object")),
+        )
+        .drop(REPEATED)
     )
+
+
+REPEATED = "_repeated_name"
+REPEATED_NAME_REASON = "ambiguous JSON: an object holds a name twice:"
 
 
 # --------------------------------------------------------------------------------------------------------------
