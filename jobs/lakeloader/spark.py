@@ -66,12 +66,24 @@ _DTS_RECORD = T.StructType(
     ]
 )
 DTS_DECODED = T.StructType([T.StructField("decode_error", _S), T.StructField("record", _DTS_RECORD)])
+# a DataWorks JSON line and the source's settings (JSON) -> DATAWORKS_COMMON_CASE: the common case's fields, or NULL
+# for any other message, which takes the Spark SQL parser (lakeloader.parse.formats.dataworks)
+DATAWORKS_MESSAGE = "lakeloader_dataworks_message"
+_STRINGS, _IMAGE = T.ArrayType(_S), T.MapType(_S, _S)
+DATAWORKS_COMMON_CASE = T.StructType(
+    [
+        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "schema_name", "table", "seq", "event_time")],
+        *[T.StructField(name, _IMAGE) for name in ("before", "after")],
+        *[T.StructField(name, _STRINGS) for name in ("primary_key", "names", "types")],
+    ]
+)
 
 JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     EXACT_NUMBERS: ("lakeloader.jvm.ExactNumbers", T.StringType()),
     REPEATED_NAME: ("lakeloader.jvm.RepeatedNames", T.StringType()),
     FIRST_CONTROL_CHARACTER: ("lakeloader.jvm.FirstControlCharacter", T.StringType()),
     DTS_RECORD: ("lakeloader.jvm.DtsRecords", DTS_DECODED),
+    DATAWORKS_MESSAGE: ("lakeloader.jvm.DataWorksMessages", DATAWORKS_COMMON_CASE),
 }
 
 

@@ -65,18 +65,18 @@ def exact_numbers(text: Column) -> Column:
     return F.call_function(EXACT_NUMBERS, text)
 
 
-def parse_json(lines: DataFrame, schema: T.StructType | T.MapType) -> DataFrame:
+def parse_json(lines: DataFrame, schema: T.StructType | T.MapType, message: Column | None = None) -> DataFrame:
     """Adds `j` (the parsed message) and `envelope_error` (why the line is not a JSON object, or NULL).
 
     Numbers keep their exact text (`exact_numbers`), so every scalar field of `schema` should be a string
     and converted with try_cast where a number is meant: a bad value then rejects the message instead of
-    blanking the whole record.
+    blanking the whole record. `message`: what to parse, when not the line's `text` (`spliced`).
 
     A message one of whose objects holds a name twice is not parsed (`j` is NULL): JSON leaves its meaning open,
     Spark's reader would keep one of a field's values silently, and an image's map with the name twice would fail
     the job where any expression rebuilds it.
     """
-    message = F.col("text")
+    message = F.col("text") if message is None else message
     lines = lines.withColumn(REPEATED, F.call_function(REPEATED_NAME, message))
     text = exact_numbers(F.when(F.col(REPEATED).isNull(), message))
     if isinstance(schema, T.MapType):
@@ -646,7 +646,31 @@ def finish(
         "origin_index": F.col("origin_index") if "origin_index" in frame.columns else F.lit(0),
     }
     selected = [given.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in C.CHANGE_SCHEMA.fields]
-    return frame.select(*selected, reason.alias(REJECT_REASON), F.col("text"), *framing(frame))
+    common_case = [COMMON_CASE] if COMMON_CASE in frame.columns else []
+    return frame.select(*selected, reason.alias(REJECT_REASON), F.col("text"), *framing(frame), *common_case)
+
+
+COMMON_CASE = "_common_case"
+"""A message's fields as a JVM function read them in one pass (NULL: not the common case; see `spliced`)."""
+
+
+def spliced(finished: DataFrame, common: Mapping[str, Column]) -> DataFrame:
+    """A parser's rows (`finish`) with each message that a JVM function read as the common case (COMMON_CASE not
+    NULL) taking its values from that (`common`: output column -> value from COMMON_CASE; the columns it does not
+    name keep the line's own).
+
+    The Spark SQL parser stays the reference for every message: it reads each one the JVM function did not take,
+    and a common-case message reaches it as NULL text (`parse_json`'s `message`), which its expressions pass
+    through at little cost instead of parsing the message a second time."""
+    taken = F.col(COMMON_CASE).isNotNull()
+
+    def column(name: str) -> Column:
+        if name not in common:
+            return F.col(name)
+        own_type = finished.schema[name].dataType
+        return F.when(taken, common[name].cast(own_type)).otherwise(F.col(name)).alias(name)
+
+    return finished.select(*[column(name) for name in finished.columns if name != COMMON_CASE])
 
 
 def key_as_in_image(key: Column, *images: Column) -> Column:

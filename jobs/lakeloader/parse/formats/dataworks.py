@@ -23,6 +23,8 @@ added to every Oracle row as a STRING column).
 
 from __future__ import annotations
 
+import json
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -30,6 +32,8 @@ from pyspark.sql import types as T
 from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats.common import (
+    COMMON_CASE,
+    REJECT_REASON,
     OpTable,
     ValueType,
     WireFields,
@@ -48,9 +52,11 @@ from lakeloader.parse.formats.common import (
     number_text,
     parse_json,
     spark_type_converters,
+    spliced,
     with_canonical_images,
     with_configured_types,
 )
+from lakeloader.spark import DATAWORKS_MESSAGE
 
 ROW_ID_COLUMN = "#alibaba_rds_row_id#"
 ORACLE_ROW_ID_COLUMN = "rowid"
@@ -152,13 +158,21 @@ MESSAGE_SCHEMA = T.StructType(
 )
 
 
-def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
-    """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine."""
-    frame = parse_json(lines, MESSAGE_SCHEMA)
+def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
+    """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine.
+
+    The common case (a data change whose images hold its declared columns in order, each value plainly of its
+    type) is read by a JVM function in one pass (`read_common_case`); every other message, or every message
+    without `common_case`, by the Spark SQL expressions below, the reference that function is held to
+    (tests/spark/test_format_dataworks_common_case.py)."""
+    message = None
+    if common_case:
+        lines = lines.withColumn(COMMON_CASE, read_common_case(lines, source))
+        message = F.when(F.col(COMMON_CASE).isNull(), F.col("text"))
+    frame = parse_json(lines, MESSAGE_SCHEMA, message)
     payload, schema = F.col("j.payload"), F.col("j.schema")
     op = payload["op"]
     raw_before, raw_after = payload["before"]["dataColumn"], payload["after"]["dataColumn"]
-    event_millis = payload["timestamp"]["eventTime"].try_cast("bigint")
     frame = frame.select(
         *lines.columns,
         "envelope_error",
@@ -174,12 +188,43 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         _primary_key(schema).alias("primary_key"),
         payload["ddl"]["text"].alias("ddl"),
         integer_text(payload["sequenceId"]).alias("seq"),
-        F.when(event_millis > 0, F.timestamp_millis(event_millis)).alias("event_time"),
+        _event_time(payload["timestamp"]["eventTime"]).alias("event_time"),
     )
     frame = with_configured_types(frame, source.column_types)
     configured = configured_converters(CONFIGURED_BY_FAMILY, source.column_types)
     frame = with_canonical_images(frame, converters_of(VALUE_TYPES) | configured)
-    return finish(frame, WIRE)
+    finished = finish(frame, WIRE)
+    return spliced(finished, _from_common_case(F.col(COMMON_CASE))) if common_case else finished
+
+
+def read_common_case(lines: DataFrame, source: SourceConfig) -> Column:
+    """Each line as lakeloader/jvm/DataWorksMessages.java reads it: the common case's fields
+    (`lakeloader.spark.DATAWORKS_COMMON_CASE`), NULL for any other message. It is given the session's time zone
+    (DATE values are rendered in it) and the source's configured column types."""
+    time_zone = lines.sparkSession.conf.get("spark.sql.session.timeZone")
+    settings = json.dumps({"time_zone": time_zone, "column_types": source.column_types}, sort_keys=True)
+    return F.call_function(DATAWORKS_MESSAGE, F.col("text"), F.lit(settings))
+
+
+def _from_common_case(common: Column) -> dict[str, Column]:
+    """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
+    passes a field on as sent (the sequence, the event time)."""
+    return {
+        **{name: common[name] for name in ("raw_op", "op", "db", "schema_name", "table", "before", "after")},
+        "kind": F.lit(C.DATA),
+        "primary_key": common["primary_key"],
+        "columns": F.arrays_zip(common["names"].alias("name"), common["types"].alias("type")),
+        "ddl": F.lit(None),
+        "seq": integer_text(common["seq"]),
+        "event_time": _event_time(common["event_time"]),
+        REJECT_REASON: F.lit(None),
+    }
+
+
+def _event_time(text: Column) -> Column:
+    """payload.timestamp.eventTime (epoch milliseconds) as a timestamp; NULL unless a positive number."""
+    millis = text.try_cast("bigint")
+    return F.when(millis > 0, F.timestamp_millis(millis))
 
 
 def _data_op(op: Column, before: Column, after: Column) -> Column:

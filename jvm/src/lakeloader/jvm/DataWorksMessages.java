@@ -1,0 +1,575 @@
+package lakeloader.jvm;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.api.java.UDF2;
+
+/**
+ * The common case of a DataWorks JSON message (a data change whose images hold exactly its declared columns, in
+ * order, every value plainly of its type) parsed in one pass, or NULL for any other message: that one takes the
+ * Spark SQL parser (lakeloader.parse.formats.dataworks), which stays the reference for every message.
+ *
+ * <p>The result (lakeloader.spark's DATAWORKS_COMMON_CASE) holds the message's fields as that parser would produce
+ * them: the canonical op, names, the sequence and event time as sent (the parser's own expressions read them), the
+ * images as canonical text, the key and the declared columns with their Spark types. A message is taken only when
+ * every check of that parser passes and every value is in a form whose canonical text is itself (a JSON integer
+ * in a LONG's range, any JSON number for DOUBLE, true/false for BOOLEAN, a string for STRING, strict Base64 for
+ * BYTES) or, for DATE, epoch milliseconds from 1970 to 9999 when the session's time zone is UTC. Anything else
+ * (DDL, heartbeats, a partial or reordered image, a repeated name, a value that needs a judgement, a configured
+ * type other than string, double, float and the integers) returns NULL, so this class never decides a rejection.
+ * The names the framing refuses (the reserved prefix, names differing only by case) are its to check, as for
+ * every parser's rows. tests/spark/test_format_dataworks_common_case.py holds its rows equal to the Spark SQL
+ * parser's.
+ *
+ * <p>The second argument is the source's configuration as JSON: {"time_zone": ..., "column_types": {"db.table":
+ * {"column": "spark type"}}}, parsed once per distinct text.
+ */
+public final class DataWorksMessages implements UDF2<String, String, Row> {
+    private static final long serialVersionUID = 1L;
+
+    private static final JsonFactory JSON =
+            JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
+    private static final long MAX_DATE_MILLIS = 253_402_300_799_999L; // 9999-12-31 23:59:59.999 UTC
+    private static final Pattern BASE64 =
+            Pattern.compile("(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?");
+    private static final String ROW_ID_COLUMN = "#alibaba_rds_row_id#";
+    private static final String ORACLE_ROW_ID_COLUMN = "rowid";
+    private static final String CONFIGURED = "configured ";
+
+    /** The wire types of DataWorks' fixed table (dataworks.VALUE_TYPES) and their Spark types. */
+    private static final Map<String, String> WIRE_TYPES = Map.of(
+            "LONG", "bigint", "DOUBLE", "string", "BOOLEAN", "boolean", "STRING", "string", "DATE", "timestamp",
+            "BYTES", "binary");
+    /** Data ops -> canonical ops (dataworks.OPS.data). */
+    private static final Map<String, String> DATA_OPS = Map.of(
+            "INSERT", "INSERT", "UPDATE_BEFOR", "UPDATE_BEFORE", "UPDATE_AFTER", "UPDATE_AFTER", "UPDATE", "UPDATE",
+            "DELETE", "DELETE");
+    /** The integer families a configured type may name, with their ranges. */
+    private static final Map<String, long[]> INTEGERS = Map.of(
+            "tinyint", new long[] {Byte.MIN_VALUE, Byte.MAX_VALUE},
+            "smallint", new long[] {Short.MIN_VALUE, Short.MAX_VALUE},
+            "int", new long[] {Integer.MIN_VALUE, Integer.MAX_VALUE},
+            "bigint", new long[] {Long.MIN_VALUE, Long.MAX_VALUE});
+
+    /** A configured type this class leaves to the Spark SQL parser. */
+    private static final String UNSUPPORTED = "unsupported";
+
+    private static volatile Config config = new Config("", false, Map.of());
+
+    /** The source's settings this class reads: per "db.table", its configured columns' declarations. */
+    private record Config(String text, boolean utc, Map<String, Map<String, Declared>> configured) {}
+
+    /** One declared column: its name, converter key (the wire type, or CONFIGURED + family) and Spark type. */
+    private record Declared(String name, String conv, String type) {}
+
+    /** What the envelope holds, as read. */
+    private static final class Message {
+        String op;
+        String db;
+        String schemaName;
+        String table;
+        String dbType;
+        String sequence;
+        String eventTime;
+        boolean hasSequence;
+        List<String[]> declared;
+        List<String> primaryKey;
+        List<String[]> before;
+        List<String[]> after;
+    }
+
+    /** Thrown where the message is not the common case: it takes the Spark SQL parser. */
+    private static final class NotCommon extends Exception {
+        private static final long serialVersionUID = 1L;
+        static final NotCommon INSTANCE = new NotCommon();
+
+        private NotCommon() {
+            super(null, null, false, false);
+        }
+    }
+
+    @Override
+    public Row call(String text, String settings) {
+        if (text == null) {
+            return null;
+        }
+        try {
+            return parsed(read(text), settings(settings));
+        } catch (NotCommon | IOException | RuntimeException notCommon) {
+            return null;
+        }
+    }
+
+    private static Config settings(String text) throws IOException {
+        Config current = config;
+        if (current.text().equals(text)) {
+            return current;
+        }
+        JsonNode root = new ObjectMapper().readTree(text);
+        Map<String, Map<String, Declared>> configured = new HashMap<>();
+        for (Iterator<Map.Entry<String, JsonNode>> tables = root.path("column_types").fields(); tables.hasNext(); ) {
+            Map.Entry<String, JsonNode> table = tables.next();
+            Map<String, Declared> columns = new HashMap<>();
+            table.getValue().fields().forEachRemaining(
+                    column -> columns.put(column.getKey(), configured(column.getKey(), column.getValue().asText())));
+            configured.put(table.getKey(), columns);
+        }
+        current = new Config(text, "UTC".equals(root.path("time_zone").asText()), configured);
+        config = current;
+        return current;
+    }
+
+    /** A configured column's declaration (converter key CONFIGURED + the type's family), or UNSUPPORTED. */
+    private static Declared configured(String name, String type) {
+        boolean supported = type.equals("string") || type.equals("double") || type.equals("float")
+                || INTEGERS.containsKey(type);
+        return new Declared(name, supported ? CONFIGURED + type : UNSUPPORTED, type);
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // Reading the envelope: every field the Spark SQL parser reads must have the shape its schema gives it
+    // ---------------------------------------------------------------------------------------------------------
+
+    private static Message read(String text) throws IOException, NotCommon {
+        Message m = new Message();
+        try (JsonParser p = JSON.createParser(text)) {
+            expect(p.nextToken(), JsonToken.START_OBJECT);
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String field = p.currentName();
+                JsonToken value = p.nextToken();
+                if (field.equals("schema")) {
+                    readSchema(p, value, m);
+                } else if (field.equals("payload")) {
+                    readPayload(p, value, m);
+                } else if (field.equals("version")) {
+                    scalar(p, value);
+                } else {
+                    p.skipChildren();
+                }
+            }
+            if (p.nextToken() != null) {
+                throw NotCommon.INSTANCE;
+            }
+        }
+        return m;
+    }
+
+    private static void readSchema(JsonParser p, JsonToken value, Message m) throws IOException, NotCommon {
+        expect(value, JsonToken.START_OBJECT);
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String field = p.currentName();
+            JsonToken token = p.nextToken();
+            if (field.equals("dataColumn")) {
+                m.declared = readDeclared(p, token);
+            } else if (field.equals("primaryKey")) {
+                m.primaryKey = readStrings(p, token);
+            } else if (field.equals("source")) {
+                expect(token, JsonToken.START_OBJECT);
+                while (p.nextToken() == JsonToken.FIELD_NAME) {
+                    String name = p.currentName();
+                    String text = scalar(p, p.nextToken());
+                    switch (name) {
+                        case "dbType" -> m.dbType = text;
+                        case "dbName" -> m.db = text;
+                        case "schemaName" -> m.schemaName = text;
+                        case "tableName" -> m.table = text;
+                        default -> { }
+                    }
+                }
+            } else {
+                p.skipChildren();
+            }
+        }
+    }
+
+    private static void readPayload(JsonParser p, JsonToken value, Message m) throws IOException, NotCommon {
+        expect(value, JsonToken.START_OBJECT);
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String field = p.currentName();
+            JsonToken token = p.nextToken();
+            switch (field) {
+                case "before" -> m.before = readImage(p, token);
+                case "after" -> m.after = readImage(p, token);
+                case "sequenceId" -> {
+                    m.sequence = scalar(p, token);
+                    m.hasSequence = true;
+                }
+                case "op" -> m.op = scalar(p, token);
+                case "scn" -> scalar(p, token);
+                case "timestamp" -> {
+                    expect(token, JsonToken.START_OBJECT);
+                    while (p.nextToken() == JsonToken.FIELD_NAME) {
+                        String name = p.currentName();
+                        String text = scalar(p, p.nextToken());
+                        if (name.equals("eventTime")) {
+                            m.eventTime = text;
+                        }
+                    }
+                }
+                case "ddl" -> readNoStatement(p, token);
+                default -> p.skipChildren();
+            }
+        }
+    }
+
+    /** A `ddl` field without a statement (a data change's); a statement is not the common case. */
+    private static void readNoStatement(JsonParser p, JsonToken token) throws IOException, NotCommon {
+        if (token == JsonToken.VALUE_NULL) {
+            return;
+        }
+        expect(token, JsonToken.START_OBJECT);
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String field = p.currentName();
+            JsonToken value = p.nextToken();
+            if (field.equals("text") && scalar(p, value) != null) {
+                throw NotCommon.INSTANCE;
+            }
+            p.skipChildren();
+        }
+    }
+
+    /** [name, wire type] per declared column. */
+    private static List<String[]> readDeclared(JsonParser p, JsonToken token) throws IOException, NotCommon {
+        expect(token, JsonToken.START_ARRAY);
+        List<String[]> columns = new ArrayList<>();
+        while (p.nextToken() == JsonToken.START_OBJECT) {
+            String[] column = new String[2];
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String field = p.currentName();
+                String text = scalar(p, p.nextToken());
+                if (field.equals("name")) {
+                    column[0] = text;
+                } else if (field.equals("type")) {
+                    column[1] = text;
+                }
+            }
+            columns.add(column);
+        }
+        expect(p.currentToken(), JsonToken.END_ARRAY);
+        return columns;
+    }
+
+    private static List<String> readStrings(JsonParser p, JsonToken token) throws IOException, NotCommon {
+        if (token == JsonToken.VALUE_NULL) {
+            return null;
+        }
+        expect(token, JsonToken.START_ARRAY);
+        List<String> values = new ArrayList<>();
+        while (p.nextToken() == JsonToken.VALUE_STRING) {
+            values.add(p.getText());
+        }
+        expect(p.currentToken(), JsonToken.END_ARRAY);
+        return values;
+    }
+
+    /** An image's [name, value text, token kind] in order; NULL when it has no dataColumn. */
+    private static List<String[]> readImage(JsonParser p, JsonToken token) throws IOException, NotCommon {
+        if (token == JsonToken.VALUE_NULL) {
+            return null;
+        }
+        expect(token, JsonToken.START_OBJECT);
+        List<String[]> image = null;
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String field = p.currentName();
+            JsonToken value = p.nextToken();
+            if (!field.equals("dataColumn")) {
+                p.skipChildren();
+                continue;
+            }
+            if (value == JsonToken.VALUE_NULL) {
+                image = null;
+                continue;
+            }
+            expect(value, JsonToken.START_OBJECT);
+            image = new ArrayList<>();
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String name = p.currentName();
+                JsonToken v = p.nextToken();
+                String kind = switch (v) {
+                    case VALUE_NULL -> "null";
+                    case VALUE_STRING -> "string";
+                    case VALUE_NUMBER_INT -> "int";
+                    case VALUE_NUMBER_FLOAT -> "float";
+                    case VALUE_TRUE, VALUE_FALSE -> "boolean";
+                    default -> throw NotCommon.INSTANCE;
+                };
+                image.add(new String[] {name, v == JsonToken.VALUE_NULL ? null : p.getText(), kind});
+            }
+        }
+        return image;
+    }
+
+    /** A string or number's text (NULL for null); anything else is not the common case. */
+    private static String scalar(JsonParser p, JsonToken token) throws IOException, NotCommon {
+        return switch (token) {
+            case VALUE_NULL -> null;
+            case VALUE_STRING, VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> p.getText();
+            default -> throw NotCommon.INSTANCE;
+        };
+    }
+
+    private static void expect(JsonToken token, JsonToken expected) throws NotCommon {
+        if (token != expected) {
+            throw NotCommon.INSTANCE;
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // The parser's checks and conversions, for the common case only
+    // ---------------------------------------------------------------------------------------------------------
+
+    private static Row parsed(Message m, Config settings) throws NotCommon {
+        String op = DATA_OPS.get(m.op);
+        if (op == null || m.db == null || m.table == null || m.declared == null) {
+            throw NotCommon.INSTANCE;
+        }
+        if (!m.hasSequence || m.sequence == null || !isSequence(m.sequence)) {
+            throw NotCommon.INSTANCE;
+        }
+        boolean both = m.before != null && m.after != null;
+        if (op.equals("UPDATE_AFTER") && both) {
+            op = "UPDATE";
+        } else if (op.equals("UPDATE")) {
+            op = both ? "UPDATE" : (m.after != null ? "UPDATE_AFTER" : "UPDATE_BEFORE");
+        }
+        boolean needsAfter = op.equals("INSERT") || op.equals("UPDATE_AFTER") || op.equals("UPDATE");
+        boolean needsBefore = op.equals("DELETE") || op.equals("UPDATE_BEFORE") || op.equals("UPDATE");
+        if ((needsAfter && m.after == null) || (needsBefore && m.before == null)) {
+            throw NotCommon.INSTANCE;
+        }
+        List<Declared> declared = declarations(m, settings);
+        Map<String, String> before = canonical(m.before, declared, settings);
+        Map<String, String> after = canonical(m.after, declared, settings);
+        String[] key = primaryKey(m);
+        Map<String, String> keyed = after != null ? after : before;
+        if (key != null) {
+            for (String column : key) {
+                if (keyed.get(column) == null) { // absent (the image holds the declared columns) or NULL
+                    throw NotCommon.INSTANCE;
+                }
+            }
+        }
+        String[] names = new String[declared.size()];
+        String[] types = new String[declared.size()];
+        for (int i = 0; i < names.length; i++) {
+            names[i] = declared.get(i).name();
+            types[i] = declared.get(i).type();
+        }
+        return RowFactory.create(
+                m.op, op, m.db, m.schemaName, m.table, m.sequence, m.eventTime, before, after, key, names, types);
+    }
+
+    /** The declared columns typed as dataworks.parse types them (its fixed table, then `column_types`). */
+    private static List<Declared> declarations(Message m, Config settings) throws NotCommon {
+        Map<String, Declared> configured = settings.configured().getOrDefault(m.db + "." + m.table, Map.of());
+        List<Declared> declared = new ArrayList<>(m.declared.size());
+        Set<String> names = new HashSet<>();
+        for (String[] column : m.declared) {
+            String name = column[0];
+            if (name == null || !names.add(name)) { // nameless or repeated: the parser rejects the message
+                throw NotCommon.INSTANCE;
+            }
+            Declared retyped = configured.get(name);
+            if (retyped != null) {
+                if (retyped.conv().equals(UNSUPPORTED)) {
+                    throw NotCommon.INSTANCE;
+                }
+                declared.add(retyped);
+            } else {
+                String wire = column[1];
+                String spark = wire == null ? null : WIRE_TYPES.get(wire);
+                declared.add(spark == null ? new Declared(name, null, "string") : new Declared(name, wire, spark));
+            }
+        }
+        return declared;
+    }
+
+    /** An image as canonical text: it must hold exactly the declared columns, in their order. */
+    private static Map<String, String> canonical(List<String[]> image, List<Declared> declared, Config settings)
+            throws NotCommon {
+        if (image == null) {
+            return null;
+        }
+        if (image.size() != declared.size()) {
+            throw NotCommon.INSTANCE;
+        }
+        Map<String, String> values = new LinkedHashMap<>(image.size() * 2);
+        for (int i = 0; i < image.size(); i++) {
+            String[] value = image.get(i);
+            Declared column = declared.get(i);
+            if (!value[0].equals(column.name())) {
+                throw NotCommon.INSTANCE;
+            }
+            values.put(value[0], value[1] == null ? null : converted(value[1], value[2], column, settings));
+        }
+        return values;
+    }
+
+    /** A value's canonical text, only where it is the value's own text (or DATE's plain rendering). */
+    private static String converted(String text, String kind, Declared column, Config settings) throws NotCommon {
+        String conv = column.conv();
+        if (conv == null || conv.equals("STRING") || conv.equals(CONFIGURED + "string")) {
+            if (kind.equals("boolean")) {
+                throw NotCommon.INSTANCE;
+            }
+            return text;
+        }
+        switch (conv) {
+            case "LONG" -> {
+                return integer(text, kind, Long.MIN_VALUE, Long.MAX_VALUE);
+            }
+            case "DOUBLE", CONFIGURED + "double", CONFIGURED + "float" -> {
+                if (!kind.equals("int") && !kind.equals("float")) {
+                    throw NotCommon.INSTANCE;
+                }
+                return text;
+            }
+            case "BOOLEAN" -> {
+                if (!kind.equals("boolean")) {
+                    throw NotCommon.INSTANCE;
+                }
+                return text;
+            }
+            case "BYTES" -> {
+                if (!kind.equals("string") || text.isEmpty() || !BASE64.matcher(text).matches()) {
+                    throw NotCommon.INSTANCE;
+                }
+                return text;
+            }
+            case "DATE" -> {
+                if (!settings.utc() || !kind.equals("int") || text.length() > 15) {
+                    throw NotCommon.INSTANCE;
+                }
+                long millis = Long.parseLong(text);
+                if (millis < 0 || millis > MAX_DATE_MILLIS) {
+                    throw NotCommon.INSTANCE;
+                }
+                return dateText(millis);
+            }
+            default -> {
+                long[] range = INTEGERS.get(conv.substring(CONFIGURED.length()));
+                if (!conv.startsWith(CONFIGURED) || range == null) {
+                    throw NotCommon.INSTANCE;
+                }
+                return integer(text, kind, range[0], range[1]);
+            }
+        }
+    }
+
+    /** Whether the text is what dataworks.integer_text reads as a sequence: \\s*-?[0-9]{1,38}\\s* (Java's \\s). */
+    private static boolean isSequence(String text) {
+        int start = 0;
+        int end = text.length();
+        while (start < end && isSpace(text.charAt(start))) {
+            start++;
+        }
+        while (end > start && isSpace(text.charAt(end - 1))) {
+            end--;
+        }
+        if (start < end && text.charAt(start) == '-') {
+            start++;
+        }
+        if (end - start < 1 || end - start > 38) {
+            return false;
+        }
+        for (int i = start; i < end; i++) {
+            char c = text.charAt(i);
+            if (c < '0' || c > '9') {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static boolean isSpace(char c) {
+        return c == ' ' || c == '\t' || c == '\n' || c == '\u000B' || c == '\f' || c == '\r';
+    }
+
+    /** Epoch milliseconds (1970 to 9999) as "yyyy-MM-dd HH:mm:ss.SSS" in UTC (the civil date from the day number). */
+    static String dateText(long millis) {
+        long days = Math.floorDiv(millis, 86_400_000L);
+        long ofDay = Math.floorMod(millis, 86_400_000L);
+        long z = days + 719_468;
+        long era = Math.floorDiv(z, 146_097);
+        long dayOfEra = z - era * 146_097;
+        long yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365;
+        long dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100);
+        long shiftedMonth = (5 * dayOfYear + 2) / 153;
+        long day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1;
+        long month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9;
+        long year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
+        char[] out = new char[23];
+        digits(out, 0, year, 4);
+        out[4] = '-';
+        digits(out, 5, month, 2);
+        out[7] = '-';
+        digits(out, 8, day, 2);
+        out[10] = ' ';
+        digits(out, 11, ofDay / 3_600_000, 2);
+        out[13] = ':';
+        digits(out, 14, ofDay / 60_000 % 60, 2);
+        out[16] = ':';
+        digits(out, 17, ofDay / 1000 % 60, 2);
+        out[19] = '.';
+        digits(out, 20, ofDay % 1000, 3);
+        return new String(out);
+    }
+
+    private static void digits(char[] out, int at, long value, int width) {
+        for (int i = at + width - 1; i >= at; i--) {
+            out[i] = (char) ('0' + value % 10);
+            value /= 10;
+        }
+    }
+
+    private static String integer(String text, String kind, long min, long max) throws NotCommon {
+        if (!kind.equals("int") || text.length() > 20) {
+            throw NotCommon.INSTANCE;
+        }
+        try {
+            long value = Long.parseLong(text);
+            if (value < min || value > max) {
+                throw NotCommon.INSTANCE;
+            }
+        } catch (NumberFormatException overflow) {
+            throw NotCommon.INSTANCE;
+        }
+        return text;
+    }
+
+    /** The declared key; for a table without one, the row id column when the message declares it; else NULL. */
+    private static String[] primaryKey(Message m) throws NotCommon {
+        if (m.primaryKey != null && !m.primaryKey.isEmpty()) {
+            return m.primaryKey.toArray(new String[0]);
+        }
+        boolean oracle = m.dbType != null && m.dbType.toLowerCase(Locale.ROOT).contains("oracle");
+        for (String[] column : m.declared) {
+            if (column[0].equals(ROW_ID_COLUMN)) {
+                return new String[] {ROW_ID_COLUMN};
+            }
+        }
+        for (String[] column : m.declared) {
+            if (oracle && column[0].equals(ORACLE_ROW_ID_COLUMN)) {
+                return new String[] {ORACLE_ROW_ID_COLUMN};
+            }
+        }
+        return null;
+    }
+}
