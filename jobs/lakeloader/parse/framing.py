@@ -407,8 +407,11 @@ def name_problem(names: Column) -> Column:
     `names` (`stored_names`) is a column of its own: used inside these checks' per-name lambdas, an expression
     is evaluated there without code generation, and it was once per use."""
     reserved = F.filter(names, lambda n: F.lower(n).startswith(RESERVED_PREFIX))
-    # a reserved name is rare: the names joined and searched once (generated code) before the per-name test
-    may_reserve = F.lower(F.array_join(names, "/")).contains(RESERVED_PREFIX)
+    # reserved names and names that lowering changes are rare: the names joined and searched once (generated
+    # code) before the per-name tests (interpreted). A name lowering changes leaves its trace in the joined text.
+    joined = F.array_join(names, "/")
+    may_reserve = F.lower(joined).contains(RESERVED_PREFIX)
+    may_twin = F.lower(joined) != joined
     lowered = F.transform(names, lambda n: F.lower(n))
     twins = F.filter(names, lambda n: F.size(F.filter(lowered, lambda m: m == F.lower(n))) > 1)
     named, data = F.col("kind").isin(C.DATA, C.DDL), F.col("kind") == C.DATA  # a DDL message may name no table
@@ -420,7 +423,7 @@ def name_problem(names: Column) -> Column:
             F.concat(F.lit(RESERVED_COLUMNS), F.array_join(reserved, ", ")),
         )
         .when(
-            named & (F.size(F.array_distinct(lowered)) < F.size(names)),
+            named & may_twin & (F.size(F.array_distinct(lowered)) < F.size(names)),
             F.concat(F.lit(CASE_TWINS), F.array_join(F.array_sort(twins), ", ")),
         )
     )

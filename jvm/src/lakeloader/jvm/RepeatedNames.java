@@ -43,7 +43,8 @@ public final class RepeatedNames implements UDF1<String, String> {
                     }
                     default -> { }
                 }
-                if (p.getParsingContext().inRoot() && token != JsonToken.START_OBJECT && token != JsonToken.START_ARRAY) {
+                boolean opens = token == JsonToken.START_OBJECT || token == JsonToken.START_ARRAY;
+                if (!opens && p.getParsingContext().inRoot()) {
                     return repeated; // the first value read whole: all the JSON reader reads
                 }
             }
