@@ -215,13 +215,17 @@ def key_actions(data: DataFrame, shapes: list[TableShape], fmt: str) -> DataFram
     partial.
     """
     keys = {(s.db, s.table): s.key for s in shapes}  # one key per table, whatever its segments
+    # the tables by database and key: one CASE branch each, whose test is a set lookup of the table's name
+    tables_by_key: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for (db, table), key in keys.items():
+        tables_by_key.setdefault((db, tuple(key)), []).append(table)
 
     def key_of(image: Column) -> Column:
-        """The image's key values as the table's key names them (a CASE over the tables: compiled code, where a
-        lambda over a map of keys is interpreted); null for a table not in `shapes`."""
+        """The image's key values as the table's key names them (a CASE over the databases and keys: compiled
+        code, where a lambda over a map of keys is interpreted); null for a table not in `shapes`."""
         by_table = None
-        for (db, table), key in keys.items():
-            this = (F.col("db") == db) & (F.col("table") == table)
+        for (db, key), tables in tables_by_key.items():
+            this = (F.col("db") == db) & F.col("table").isin(*tables)
             values = F.array(*[F.element_at(image, F.lit(k)) for k in key]).cast(KEY_TYPE)
             by_table = F.when(this, values) if by_table is None else by_table.when(this, values)
         return F.lit(None).cast(KEY_TYPE) if by_table is None else by_table
