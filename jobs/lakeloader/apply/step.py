@@ -104,7 +104,11 @@ def typed_change_set(
         return F.when(F.element_at("image", F.lit(name)).isNotNull() & typed(name, spark_type).isNull(), F.lit(name))
 
     selected = (F.col("db") == shape.db) & (F.col("table") == shape.table) & (F.col("segment") == shape.segment)
-    unfit_columns = F.filter(F.array(*[unfit(n, t) for n, t in shape.columns], F.lit(None)), lambda c: c.isNotNull())
+    unfits = [unfit(n, t) for n, t in shape.columns]
+    # the lambda (interpreted) only for a change with a value that did not fit: most have none
+    unfit_columns = F.when(F.coalesce(*unfits, F.lit(None)).isNull(), F.array()).otherwise(
+        F.filter(F.array(*unfits, F.lit(None)), lambda c: c.isNotNull())
+    )
 
     def value(name: str, spark_type: str) -> Column:
         return F.element_at("image", F.lit(name)) if name in as_text else typed(name, spark_type)
