@@ -88,7 +88,6 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         String dbType;
         String sequence;
         String eventTime;
-        boolean hasSequence;
         List<String[]> declared;
         List<String> primaryKey;
         List<String[]> before;
@@ -207,10 +206,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
             switch (field) {
                 case "before" -> m.before = readImage(p, token);
                 case "after" -> m.after = readImage(p, token);
-                case "sequenceId" -> {
-                    m.sequence = scalar(p, token);
-                    m.hasSequence = true;
-                }
+                case "sequenceId" -> m.sequence = scalar(p, token);
                 case "op" -> m.op = scalar(p, token);
                 case "scn" -> scalar(p, token);
                 case "timestamp" -> {
@@ -340,7 +336,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         if (op == null || m.db == null || m.table == null || m.declared == null) {
             throw NotCommon.INSTANCE;
         }
-        if (!m.hasSequence || m.sequence == null || !isSequence(m.sequence)) {
+        if (m.sequence == null || !isSequence(m.sequence)) {
             throw NotCommon.INSTANCE;
         }
         boolean both = m.before != null && m.after != null;
