@@ -200,10 +200,16 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
 def read_common_case(lines: DataFrame, source: SourceConfig) -> Column:
     """Each line as lakeloader/jvm/DataWorksMessages.java reads it: the common case's fields
     (`lakeloader.spark.DATAWORKS_COMMON_CASE`), NULL for any other message. It is given the session's time zone
-    (DATE values are rendered in it) and the source's configured column types."""
-    time_zone = lines.sparkSession.conf.get("spark.sql.session.timeZone")
-    settings = json.dumps({"time_zone": time_zone, "column_types": source.column_types}, sort_keys=True)
-    return F.call_function(DATAWORKS_MESSAGE, F.col("text"), F.lit(settings))
+    (DATE values are rendered in it), the source's configured column types and this module's tables (wire types,
+    data ops, row id columns), so that they are written once."""
+    settings = {
+        "time_zone": lines.sparkSession.conf.get("spark.sql.session.timeZone"),
+        "column_types": source.column_types,
+        "wire_types": {wire: value_type.spark_type for wire, value_type in VALUE_TYPES.items()},
+        "data_ops": dict(OPS.data),
+        "row_ids": [ROW_ID_COLUMN, ORACLE_ROW_ID_COLUMN],  # as `_primary_key` tries them
+    }
+    return F.call_function(DATAWORKS_MESSAGE, F.col("text"), F.lit(json.dumps(settings, sort_keys=True)))
 
 
 def _from_common_case(common: Column) -> dict[str, Column]:

@@ -38,8 +38,9 @@ import org.apache.spark.sql.api.java.UDF2;
  * every parser's rows. tests/spark/test_format_dataworks_common_case.py holds its rows equal to the Spark SQL
  * parser's.
  *
- * <p>The second argument is the source's configuration as JSON: {"time_zone": ..., "column_types": {"db.table":
- * {"column": "spark type"}}}, parsed once per distinct text.
+ * <p>The second argument is the parser's settings as JSON (`Config`): {"time_zone", "column_types": {"db.table":
+ * {"column": "spark type"}}, "wire_types", "data_ops", "row_ids"}, parsed once per distinct text. The value forms
+ * this class reads are its own, by wire type name: a wire type it has no form for is left to the Spark SQL parser.
  */
 public final class DataWorksMessages implements UDF2<String, String, Row> {
     private static final long serialVersionUID = 1L;
@@ -49,18 +50,8 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
     private static final long MAX_DATE_MILLIS = 253_402_300_799_999L; // 9999-12-31 23:59:59.999 UTC
     private static final Pattern BASE64 =
             Pattern.compile("(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?");
-    private static final String ROW_ID_COLUMN = "#alibaba_rds_row_id#";
-    private static final String ORACLE_ROW_ID_COLUMN = "rowid";
     private static final String CONFIGURED = "configured ";
 
-    /** The wire types of DataWorks' fixed table (dataworks.VALUE_TYPES) and their Spark types. */
-    private static final Map<String, String> WIRE_TYPES = Map.of(
-            "LONG", "bigint", "DOUBLE", "string", "BOOLEAN", "boolean", "STRING", "string", "DATE", "timestamp",
-            "BYTES", "binary");
-    /** Data ops -> canonical ops (dataworks.OPS.data). */
-    private static final Map<String, String> DATA_OPS = Map.of(
-            "INSERT", "INSERT", "UPDATE_BEFOR", "UPDATE_BEFORE", "UPDATE_AFTER", "UPDATE_AFTER", "UPDATE", "UPDATE",
-            "DELETE", "DELETE");
     /** The integer families a configured type may name, with their ranges. */
     private static final Map<String, long[]> INTEGERS = Map.of(
             "tinyint", new long[] {Byte.MIN_VALUE, Byte.MAX_VALUE},
@@ -71,10 +62,21 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
     /** A configured type this class leaves to the Spark SQL parser. */
     private static final String UNSUPPORTED = "unsupported";
 
-    private static volatile Config config = new Config("", false, Map.of());
+    private static volatile Config config = new Config("", false, Map.of(), Map.of(), Map.of(), List.of());
 
-    /** The source's settings this class reads: per "db.table", its configured columns' declarations. */
-    private record Config(String text, boolean utc, Map<String, Map<String, Declared>> configured) {}
+    /**
+     * What this class reads from the parser (its settings argument): whether the session's time zone is UTC, per
+     * "db.table" its configured columns' declarations, the format's wire types with their Spark types
+     * (dataworks.VALUE_TYPES), its data ops with their canonical ops (dataworks.OPS) and its row id columns, in
+     * the order they are tried as a key (the second for Oracle sources only).
+     */
+    private record Config(
+            String text,
+            boolean utc,
+            Map<String, Map<String, Declared>> configured,
+            Map<String, String> wireTypes,
+            Map<String, String> dataOps,
+            List<String> rowIds) {}
 
     /** One declared column: its name, converter key (the wire type, or CONFIGURED + family) and Spark type. */
     private record Declared(String name, String conv, String type) {}
@@ -130,9 +132,19 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
                     column -> columns.put(column.getKey(), configured(column.getKey(), column.getValue().asText())));
             configured.put(table.getKey(), columns);
         }
-        current = new Config(text, "UTC".equals(root.path("time_zone").asText()), configured);
+        List<String> rowIds = new ArrayList<>();
+        root.path("row_ids").forEach(name -> rowIds.add(name.asText()));
+        boolean utc = "UTC".equals(root.path("time_zone").asText());
+        Map<String, String> wireTypes = texts(root.path("wire_types"));
+        current = new Config(text, utc, configured, wireTypes, texts(root.path("data_ops")), rowIds);
         config = current;
         return current;
+    }
+
+    private static Map<String, String> texts(JsonNode object) {
+        Map<String, String> texts = new HashMap<>();
+        object.fields().forEachRemaining(entry -> texts.put(entry.getKey(), entry.getValue().asText()));
+        return texts;
     }
 
     /** A configured column's declaration (converter key CONFIGURED + the type's family), or UNSUPPORTED. */
@@ -332,7 +344,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
     // ---------------------------------------------------------------------------------------------------------
 
     private static Row parsed(Message m, Config settings) throws NotCommon {
-        String op = DATA_OPS.get(m.op);
+        String op = m.op == null ? null : settings.dataOps().get(m.op);
         if (op == null || m.db == null || m.table == null || m.declared == null) {
             throw NotCommon.INSTANCE;
         }
@@ -353,7 +365,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         List<Declared> declared = declarations(m, settings);
         Map<String, String> before = canonical(m.before, declared, settings);
         Map<String, String> after = canonical(m.after, declared, settings);
-        String[] key = primaryKey(m);
+        String[] key = primaryKey(m, settings.rowIds());
         Map<String, String> keyed = after != null ? after : before;
         if (key != null) {
             for (String column : key) {
@@ -390,7 +402,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
                 declared.add(retyped);
             } else {
                 String wire = column[1];
-                String spark = wire == null ? null : WIRE_TYPES.get(wire);
+                String spark = wire == null ? null : settings.wireTypes().get(wire);
                 declared.add(spark == null ? new Declared(name, null, "string") : new Declared(name, wire, spark));
             }
         }
@@ -459,9 +471,9 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
                 }
                 return dateText(millis);
             }
-            default -> {
-                long[] range = INTEGERS.get(conv.substring(CONFIGURED.length()));
-                if (!conv.startsWith(CONFIGURED) || range == null) {
+            default -> { // a configured integer; any other wire type has no form here
+                long[] range = conv.startsWith(CONFIGURED) ? INTEGERS.get(conv.substring(CONFIGURED.length())) : null;
+                if (range == null) {
                     throw NotCommon.INSTANCE;
                 }
                 return integer(text, kind, range[0], range[1]);
@@ -550,20 +562,18 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         return text;
     }
 
-    /** The declared key; for a table without one, the row id column when the message declares it; else NULL. */
-    private static String[] primaryKey(Message m) throws NotCommon {
+    /** The declared key; for a table without one, a row id column the message declares (the Oracle one for an
+     * Oracle source only); else NULL. */
+    private static String[] primaryKey(Message m, List<String> rowIds) {
         if (m.primaryKey != null && !m.primaryKey.isEmpty()) {
             return m.primaryKey.toArray(new String[0]);
         }
         boolean oracle = m.dbType != null && m.dbType.toLowerCase(Locale.ROOT).contains("oracle");
-        for (String[] column : m.declared) {
-            if (column[0].equals(ROW_ID_COLUMN)) {
-                return new String[] {ROW_ID_COLUMN};
-            }
-        }
-        for (String[] column : m.declared) {
-            if (oracle && column[0].equals(ORACLE_ROW_ID_COLUMN)) {
-                return new String[] {ORACLE_ROW_ID_COLUMN};
+        for (int i = 0; i < rowIds.size() && (i == 0 || oracle); i++) {
+            for (String[] column : m.declared) {
+                if (column[0].equals(rowIds.get(i))) {
+                    return new String[] {rowIds.get(i)};
+                }
             }
         }
         return null;
