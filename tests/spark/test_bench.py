@@ -71,7 +71,7 @@ def test_bench_formats_parses_each_formats_export_completely(spark, tmp_path: Pa
 
     assert [(r["format"], r["messages"]) for r in rows] == [("canal_json", 400), ("dts_avro", 400)]
     assert [r["parse"].details["data"] for r in rows] == [400, 400]  # every message a change, none quarantined
-    assert [r.name for r in probe.records] == [
+    assert [r.name for r in probe.records] == [  # the unmeasured warm-up round of canal_json is not among them
         "floor: canal_json",
         "textbook parse: canal_json",
         "parse: canal_json",

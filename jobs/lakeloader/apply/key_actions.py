@@ -31,6 +31,9 @@ POSITION = "position"
 _INDEX_DIGITS, _NUMBER_DIGITS = 10, 20
 KEY_TYPE = "array<string>"  # a key's values, in the key's column order, as canonical text
 KEY_COLUMNS = ("db", "table", "segment", "key")  # what one key action is decided for
+# a hash of KEY_COLUMNS, grouped and sorted by first: the sorts then mostly compare its 8 bytes (the sort's prefix)
+# instead of a database and table name every change shares and the key's array of strings
+KEY_HASH = "_key_hash"
 
 
 def position(rank: Column | int = DEFAULT_RANK, by_sequence: Column | None = None) -> Column:
@@ -270,6 +273,7 @@ def key_actions(data: DataFrame, shapes: list[TableShape], fmt: str) -> DataFram
             F.col("a.partial").alias("partial"),
         )
         .withColumn("key", key_of(F.col("image")))
+        .withColumn(KEY_HASH, F.xxhash64(*KEY_COLUMNS))
     )
     # the newest action first; copies of one message tie in that order: the first delivered is the one kept,
     # whatever order Spark reads them in
@@ -279,7 +283,7 @@ def key_actions(data: DataFrame, shapes: list[TableShape], fmt: str) -> DataFram
     if may_send_partial_images(fmt):
         deciding = _folded(actions, newer, delivered)
     else:
-        newest_first = Window.partitionBy(*KEY_COLUMNS).orderBy(*[c.desc() for c in newer], *delivered)
+        newest_first = Window.partitionBy(KEY_HASH, *KEY_COLUMNS).orderBy(*[c.desc() for c in newer], *delivered)
         deciding = actions.withColumn("n", F.row_number().over(newest_first)).where("n = 1")
     return deciding.select(
         *KEY_COLUMNS,
@@ -302,7 +306,7 @@ def _folded(actions: DataFrame, newer: list[Column], delivered: list[Column]) ->
     """Per key, its deciding action (as the window of `key_actions` orders them) with the image of its history
     folded oldest first (`_fold_step`): one aggregate over each key's actions, so a key's history is gathered once
     rather than copied into each of its rows by a window frame."""
-    fields = [c for c in actions.columns if c not in KEY_COLUMNS]
+    fields = [c for c in actions.columns if c not in (KEY_HASH, *KEY_COLUMNS)]
     entry = F.struct(F.struct(*newer).alias("_newer"), F.struct(*delivered).alias("_delivered"), *fields)
 
     def newest_first(left: Column, right: Column) -> Column:
@@ -311,7 +315,7 @@ def _folded(actions: DataFrame, newer: list[Column], delivered: list[Column]) ->
         return F.when(a > b, -1).when(a < b, 1).when(c < d, -1).when(c > d, 1).otherwise(0)
 
     history = F.array_sort(F.collect_list(entry), newest_first)
-    grouped = actions.groupBy(*KEY_COLUMNS).agg(history.alias("_history"))
+    grouped = actions.groupBy(KEY_HASH, *KEY_COLUMNS).agg(history.alias("_history"))
     start = F.struct(F.lit(None).cast(C.IMAGE_TYPE).alias("image"), F.lit(True).alias("partial"))
     # a column of their own each, so that the fold runs once per key however often it is read
     grouped = grouped.select(

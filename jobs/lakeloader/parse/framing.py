@@ -392,10 +392,21 @@ NAMES = "_names"
 
 
 def stored_names() -> Column:
-    """The column names a parsed row would store: its images' and its declared columns', each once."""
+    """The column names a parsed row would store: its images' and its declared columns', each once. Where an
+    image holds exactly the declared names in order and the other is NULL or does too (most rows), those names
+    are the answer (an image's names are a map's keys, so distinct) and the set operation, which hashes every
+    name, is left for the rest."""
     empty = F.array().cast("array<string>")
-    images = [F.coalesce(F.map_keys(image), empty) for image in ("before", "after")]
-    return F.array_distinct(F.concat(*images, F.coalesce(F.col("columns")["name"], empty)))
+    declared = F.col("columns")["name"]
+    keys = {image: F.map_keys(image) for image in ("before", "after")}
+    equal = {image: F.coalesce(names == declared, F.lit(False)) for image, names in keys.items()}
+    absent = {image: F.col(image).isNull() for image in keys}
+    declared_only = (equal["before"] | equal["after"]) & (equal["before"] | absent["before"])
+    declared_only = declared_only & (equal["after"] | absent["after"])
+    every = F.array_distinct(
+        F.concat(*[F.coalesce(names, empty) for names in keys.values()], F.coalesce(declared, empty))
+    )
+    return F.when(declared_only, declared).otherwise(every)
 
 
 def name_problem(names: Column) -> Column:

@@ -424,18 +424,26 @@ def declare_names(names: Column, types: Column, resolve: Callable[[Column], Colu
     )
 
 
-def image_names(*images: Column) -> Column:
-    """The column names of the given images, first image first, each once."""
-    keys = [F.coalesce(F.map_keys(image), F.array().cast(STRING_ARRAY)) for image in images]
-    return F.array_distinct(F.concat(*keys))
+def image_names(first: Column, second: Column) -> Column:
+    """The column names of two images, the first image's first, each once. Where one image is NULL or both hold
+    the same names in the same order (most messages), those names are the answer: a map's keys are distinct, and
+    the set operation (hashing every name) is left for the rest."""
+    empty = F.array().cast(STRING_ARRAY)
+    keys = F.map_keys(first), F.map_keys(second)
+    one_list = F.coalesce(keys[0] == keys[1], F.lit(True))  # NULL: an image is NULL
+    return F.when(one_list, F.coalesce(*keys, empty)).otherwise(
+        F.array_distinct(F.concat(*[F.coalesce(k, empty) for k in keys]))
+    )
 
 
-def repeated_names(typed: Column) -> Column:
+def repeated_names(typed: Column, distinct: Column | None = None) -> Column:
     """Names declared more than once (a message that does so is rejected; a map of them cannot be built),
-    NULL when there are none (the quadratic search only runs for such messages)."""
+    NULL when there are none (the quadratic search only runs for such messages). `distinct`: where the names
+    are known to be distinct (no set operation then)."""
     names = F.coalesce(typed["name"], F.array().cast(STRING_ARRAY))
     repeated = F.array_distinct(F.filter(names, lambda n: F.size(F.filter(names, lambda m: m == n)) > 1))
-    return F.when(_has_repeats(names), repeated)
+    has_repeats = _has_repeats(names) if distinct is None else ~distinct & _has_repeats(names)
+    return F.when(has_repeats, repeated)
 
 
 def _has_nameless(names: Column) -> Column:
@@ -475,7 +483,7 @@ def with_declaration_lookup(frame: DataFrame, needed: Column | None = None) -> D
     names = F.col("typed")["name"]
     usable = ~_has_repeats(names) & ~F.coalesce(_has_nameless(names), F.lit(False))
     if needed is not None:
-        usable = usable & needed
+        usable = needed & usable  # tested first: an image aligned with the declarations needs no lookup
     entries = F.transform("typed", lambda c: F.struct(c["name"], c))
     return frame.withColumn(LOOKUP, F.when(usable, F.map_from_entries(entries)))
 
@@ -614,7 +622,9 @@ def finish(
         invalid_columns(F.col("raw_before"), F.col("before")), invalid_columns(F.col("raw_after"), F.col("after"))
     )
     missing_key = F.filter("primary_key", lambda k: F.coalesce(F.col("after"), F.col("before"))[k].isNull())
-    repeated = repeated_names(F.col("typed"))
+    # declarations an image is aligned with are an image's names, so distinct
+    aligned_image = F.coalesce(aligned(F.col("raw_after")) | aligned(F.col("raw_before")), F.lit(False))
+    repeated = repeated_names(F.col("typed"), aligned_image)
     reason = first_reason(
         (F.col("envelope_error").isNotNull(), F.col("envelope_error")),
         *before_op,
