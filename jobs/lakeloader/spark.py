@@ -78,12 +78,25 @@ DATAWORKS_COMMON_CASE = T.StructType(
     ]
 )
 
+# an OMS Default JSON line and the source's settings (JSON) -> OMS_COMMON_CASE: the common case's fields, or NULL for
+# any other message, which takes the Spark SQL parser (lakeloader.parse.formats.oms_default)
+OMS_MESSAGE = "lakeloader_oms_message"
+OMS_COMMON_CASE = T.StructType(
+    [
+        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table", "timestamp", "checkpoint")],
+        T.StructField("store_sequence", _S),
+        *[T.StructField(name, _IMAGE) for name in ("before", "after")],
+        *[T.StructField(name, _STRINGS) for name in ("primary_key", "names", "types")],
+    ]
+)
+
 JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     EXACT_NUMBERS: ("lakeloader.jvm.ExactNumbers", T.StringType()),
     REPEATED_NAME: ("lakeloader.jvm.RepeatedNames", T.StringType()),
     FIRST_CONTROL_CHARACTER: ("lakeloader.jvm.FirstControlCharacter", T.StringType()),
     DTS_RECORD: ("lakeloader.jvm.DtsRecords", DTS_DECODED),
     DATAWORKS_MESSAGE: ("lakeloader.jvm.DataWorksMessages", DATAWORKS_COMMON_CASE),
+    OMS_MESSAGE: ("lakeloader.jvm.OmsMessages", OMS_COMMON_CASE),
 }
 
 

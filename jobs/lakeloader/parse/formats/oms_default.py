@@ -30,6 +30,7 @@ DefaultExtendColumnType (`formats.oms_extend`) is this format plus `__light_type
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 
 from pyspark.sql import Column, DataFrame
@@ -40,6 +41,8 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import ob_types
 from lakeloader.parse.formats.common import (
+    COMMON_CASE,
+    REJECT_REASON,
     Converter,
     OpTable,
     WireFields,
@@ -52,9 +55,11 @@ from lakeloader.parse.formats.common import (
     integer_text,
     parse_json,
     spark_typed,
+    spliced,
     with_canonical_images,
     with_configured_types,
 )
+from lakeloader.spark import OMS_MESSAGE
 
 KEY_SEPARATOR = "\u0001"
 OPS = OpTable(data={"INSERT": C.INSERT, "UPDATE": C.UPDATE, "DELETE": C.DELETE}, ddl=("DDL",), heartbeat=("HEARTBEAT",))
@@ -96,15 +101,67 @@ key). It may use the columns `db`, `table`, `db_type` and `sent_before`/`sent_af
 to resolve the batch's declarations once (`ob_types.resolver`)."""
 
 
-def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
-    """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine."""
+def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
+    """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine.
+
+    The common case (a data change whose images hold the same columns, every value a string or a number plainly
+    of its column's type) is read by a JVM function in one pass (`read_common_case`); every other
+    message, or every message without `common_case`, by the Spark SQL expressions of `build`, the reference that
+    function is held to (tests/spark/test_format_oms_common_case.py)."""
     converters = ob_types.SPARK_TYPED_CONVERTERS
 
     def declaration(_messages: DataFrame, names: Column) -> tuple[Column, dict[str, Converter]]:
         types = configured_types(source.column_types, F.col("db"), F.col("table"))
         return declare_names(names, types, spark_typed), converters
 
-    return build(lines, declaration)
+    if not common_case:
+        return build(lines, declaration)
+    lines = lines.withColumn(COMMON_CASE, read_common_case(source))
+    finished = build(lines, declaration, message=F.when(F.col(COMMON_CASE).isNull(), F.col("text")))
+    return spliced(finished, _from_common_case(F.col(COMMON_CASE)))
+
+
+def read_common_case(source: SourceConfig) -> Column:
+    """Each line as lakeloader/jvm/OmsMessages.java reads it: the common case's fields
+    (`lakeloader.spark.OMS_COMMON_CASE`), NULL for any other message. It is given the source's configured column
+    types and this module's data ops and key separator, so that they are written once."""
+    settings = {
+        "column_types": source.column_types,
+        "data_ops": dict(OPS.data),
+        "key_separator": KEY_SEPARATOR,
+    }
+    return F.call_function(OMS_MESSAGE, F.col("text"), F.lit(json.dumps(settings, sort_keys=True)))
+
+
+def _from_common_case(common: Column) -> dict[str, Column]:
+    """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
+    passes a field on as sent (the time, the sequence)."""
+    time_text = _time_text(common["timestamp"], common["checkpoint"])
+    return {
+        **{name: common[name] for name in ("raw_op", "op", "db", "table", "before", "after", "primary_key")},
+        "kind": F.lit(C.DATA),
+        "columns": F.arrays_zip(common["names"].alias("name"), common["types"].alias("type")),
+        "ddl": F.lit(None),
+        "seq": _seq(time_text),
+        "seq2": F.coalesce(integer_text(common["store_sequence"]), F.lit(0)),
+        "event_time": _event_time(time_text),
+        REJECT_REASON: F.lit(None),
+    }
+
+
+def _time_text(timestamp: Column, checkpoint: Column) -> Column:
+    """The change's time as sent: the timestamp, else a checkpoint that is a number of seconds."""
+    return F.coalesce(timestamp, F.when(checkpoint.rlike(_SECONDS), checkpoint))
+
+
+def _seq(time_text: Column) -> Column:
+    """The time's whole seconds; 0 without a time (a full-load record), NULL for a time that is no number."""
+    seconds = F.nullif(F.regexp_extract(time_text, r"^(-?[0-9]+)(\.[0-9]*)?$", 1), F.lit(""))
+    return F.when(time_text.isNull(), F.lit(0)).otherwise(integer_text(seconds))
+
+
+def _event_time(time_text: Column) -> Column:
+    return F.timestamp_micros(epoch_micros(time_text, 6))
 
 
 def build(
@@ -112,15 +169,16 @@ def build(
     declaration: Declaration,
     metadata_keys: tuple[str, ...] = (),
     column_types: Mapping[str, Mapping[str, str]] | None = None,
+    message: Column | None = None,
 ) -> DataFrame:
     """The Default format's parse; the variant says how columns are typed and which image keys are
-    metadata rather than columns; `column_types` (configured) wins over the variant's types."""
-    frame = parse_json(lines, MESSAGE_SCHEMA)
+    metadata rather than columns; `column_types` (configured) wins over the variant's types. `message`: what to
+    parse when not each line's text (`common.parse_json`)."""
+    frame = parse_json(lines, MESSAGE_SCHEMA, message)
     meta, op = F.col("j.allMetaData"), F.col("j.recordType")
     kind = OPS.kind(op)
     is_data = kind == C.DATA
-    time_text = F.coalesce(meta["timestamp"], F.when(meta["checkpoint"].rlike(_SECONDS), meta["checkpoint"]))
-    seconds = F.nullif(F.regexp_extract(time_text, r"^(-?[0-9]+)(\.[0-9]*)?$", 1), F.lit(""))
+    time_text = _time_text(meta["timestamp"], meta["checkpoint"])
     key = meta["record_primary_key"]
     frame = frame.select(
         *lines.columns,
@@ -135,10 +193,10 @@ def build(
         F.when(is_data, F.col("j.postStruct")).alias("sent_after"),
         F.when(key != "", F.split(key, KEY_SEPARATOR)).alias("primary_key"),
         F.when(kind == C.DDL, F.col("j.postStruct")["ddl"]).alias("ddl"),
-        F.when(time_text.isNull(), F.lit(0)).otherwise(integer_text(seconds)).alias("seq"),
+        _seq(time_text).alias("seq"),
         meta["storeDataSequence"].alias("raw_seq2"),
         integer_text(meta["storeDataSequence"]).alias("seq2"),
-        F.timestamp_micros(epoch_micros(time_text, 6)).alias("event_time"),
+        _event_time(time_text).alias("event_time"),
     )
 
     def columns_only(image: Column) -> Column:

@@ -1,11 +1,14 @@
 package lakeloader.jvm;
 
-import com.fasterxml.jackson.core.JsonFactory;
+import static lakeloader.jvm.CommonCase.expect;
+import static lakeloader.jvm.CommonCase.expectEnd;
+import static lakeloader.jvm.CommonCase.scalar;
+import static lakeloader.jvm.CommonCase.strings;
+import static lakeloader.jvm.CommonCase.texts;
+
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
-import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -17,6 +20,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
+import lakeloader.jvm.CommonCase.NotCommon;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.api.java.UDF2;
@@ -45,8 +49,6 @@ import org.apache.spark.sql.api.java.UDF2;
 public final class DataWorksMessages implements UDF2<String, String, Row> {
     private static final long serialVersionUID = 1L;
 
-    private static final JsonFactory JSON =
-            JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
     private static final long MAX_DATE_MILLIS = 253_402_300_799_999L; // 9999-12-31 23:59:59.999 UTC
     private static final Pattern BASE64 =
             Pattern.compile("(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?");
@@ -62,7 +64,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
     /** A configured type this class leaves to the Spark SQL parser. */
     private static final String UNSUPPORTED = "unsupported";
 
-    private static volatile Config config = new Config("", false, Map.of(), Map.of(), Map.of(), List.of());
+    private static final CommonCase.Settings<Config> SETTINGS = new CommonCase.Settings<>(DataWorksMessages::config);
 
     /**
      * What this class reads from the parser (its settings argument): whether the session's time zone is UTC, per
@@ -71,7 +73,6 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
      * the order they are tried as a key (the second for Oracle sources only).
      */
     private record Config(
-            String text,
             boolean utc,
             Map<String, Map<String, Declared>> configured,
             Map<String, String> wireTypes,
@@ -96,34 +97,19 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         List<String[]> after;
     }
 
-    /** Thrown where the message is not the common case: it takes the Spark SQL parser. */
-    private static final class NotCommon extends Exception {
-        private static final long serialVersionUID = 1L;
-        static final NotCommon INSTANCE = new NotCommon();
-
-        private NotCommon() {
-            super(null, null, false, false);
-        }
-    }
-
     @Override
     public Row call(String text, String settings) {
         if (text == null) {
             return null;
         }
         try {
-            return parsed(read(text), settings(settings));
+            return parsed(read(text), SETTINGS.of(settings));
         } catch (NotCommon | IOException | RuntimeException notCommon) {
             return null;
         }
     }
 
-    private static Config settings(String text) throws IOException {
-        Config current = config;
-        if (current.text().equals(text)) {
-            return current;
-        }
-        JsonNode root = new ObjectMapper().readTree(text);
+    private static Config config(JsonNode root) {
         Map<String, Map<String, Declared>> configured = new HashMap<>();
         for (Iterator<Map.Entry<String, JsonNode>> tables = root.path("column_types").fields(); tables.hasNext(); ) {
             Map.Entry<String, JsonNode> table = tables.next();
@@ -135,16 +121,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         List<String> rowIds = new ArrayList<>();
         root.path("row_ids").forEach(name -> rowIds.add(name.asText()));
         boolean utc = "UTC".equals(root.path("time_zone").asText());
-        Map<String, String> wireTypes = texts(root.path("wire_types"));
-        current = new Config(text, utc, configured, wireTypes, texts(root.path("data_ops")), rowIds);
-        config = current;
-        return current;
-    }
-
-    private static Map<String, String> texts(JsonNode object) {
-        Map<String, String> texts = new HashMap<>();
-        object.fields().forEachRemaining(entry -> texts.put(entry.getKey(), entry.getValue().asText()));
-        return texts;
+        return new Config(utc, configured, texts(root.path("wire_types")), texts(root.path("data_ops")), rowIds);
     }
 
     /** A configured column's declaration (converter key CONFIGURED + the type's family), or UNSUPPORTED. */
@@ -160,11 +137,14 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
 
     private static Message read(String text) throws IOException, NotCommon {
         Message m = new Message();
-        try (JsonParser p = JSON.createParser(text)) {
+        try (JsonParser p = CommonCase.JSON.createParser(text)) {
             expect(p.nextToken(), JsonToken.START_OBJECT);
             while (p.nextToken() == JsonToken.FIELD_NAME) {
                 String field = p.currentName();
                 JsonToken value = p.nextToken();
+                if (field.equals(CommonCase.CORRUPT_RECORD)) {
+                    throw NotCommon.INSTANCE;
+                }
                 if (field.equals("schema")) {
                     readSchema(p, value, m);
                 } else if (field.equals("payload")) {
@@ -175,9 +155,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
                     p.skipChildren();
                 }
             }
-            if (p.nextToken() != null) {
-                throw NotCommon.INSTANCE;
-            }
+            expectEnd(p);
         }
         return m;
     }
@@ -190,7 +168,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
             if (field.equals("dataColumn")) {
                 m.declared = readDeclared(p, token);
             } else if (field.equals("primaryKey")) {
-                m.primaryKey = readStrings(p, token);
+                m.primaryKey = strings(p, token);
             } else if (field.equals("source")) {
                 expect(token, JsonToken.START_OBJECT);
                 while (p.nextToken() == JsonToken.FIELD_NAME) {
@@ -274,19 +252,6 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         return columns;
     }
 
-    private static List<String> readStrings(JsonParser p, JsonToken token) throws IOException, NotCommon {
-        if (token == JsonToken.VALUE_NULL) {
-            return null;
-        }
-        expect(token, JsonToken.START_ARRAY);
-        List<String> values = new ArrayList<>();
-        while (p.nextToken() == JsonToken.VALUE_STRING) {
-            values.add(p.getText());
-        }
-        expect(p.currentToken(), JsonToken.END_ARRAY);
-        return values;
-    }
-
     /** An image's [name, value text, token kind] in order; NULL when it has no dataColumn. */
     private static List<String[]> readImage(JsonParser p, JsonToken token) throws IOException, NotCommon {
         if (token == JsonToken.VALUE_NULL) {
@@ -297,46 +262,13 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         while (p.nextToken() == JsonToken.FIELD_NAME) {
             String field = p.currentName();
             JsonToken value = p.nextToken();
-            if (!field.equals("dataColumn")) {
+            if (field.equals("dataColumn")) {
+                image = CommonCase.image(p, value);
+            } else {
                 p.skipChildren();
-                continue;
-            }
-            if (value == JsonToken.VALUE_NULL) {
-                image = null;
-                continue;
-            }
-            expect(value, JsonToken.START_OBJECT);
-            image = new ArrayList<>();
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                JsonToken v = p.nextToken();
-                String kind = switch (v) {
-                    case VALUE_NULL -> "null";
-                    case VALUE_STRING -> "string";
-                    case VALUE_NUMBER_INT -> "int";
-                    case VALUE_NUMBER_FLOAT -> "float";
-                    case VALUE_TRUE, VALUE_FALSE -> "boolean";
-                    default -> throw NotCommon.INSTANCE;
-                };
-                image.add(new String[] {name, v == JsonToken.VALUE_NULL ? null : p.getText(), kind});
             }
         }
         return image;
-    }
-
-    /** A string or number's text (NULL for null); anything else is not the common case. */
-    private static String scalar(JsonParser p, JsonToken token) throws IOException, NotCommon {
-        return switch (token) {
-            case VALUE_NULL -> null;
-            case VALUE_STRING, VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> p.getText();
-            default -> throw NotCommon.INSTANCE;
-        };
-    }
-
-    private static void expect(JsonToken token, JsonToken expected) throws NotCommon {
-        if (token != expected) {
-            throw NotCommon.INSTANCE;
-        }
     }
 
     // ---------------------------------------------------------------------------------------------------------
@@ -348,7 +280,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         if (op == null || m.db == null || m.table == null || m.declared == null) {
             throw NotCommon.INSTANCE;
         }
-        if (m.sequence == null || !isSequence(m.sequence)) {
+        if (m.sequence == null || !CommonCase.isSequence(m.sequence)) {
             throw NotCommon.INSTANCE;
         }
         boolean both = m.before != null && m.after != null;
@@ -479,35 +411,6 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
                 return integer(text, kind, range[0], range[1]);
             }
         }
-    }
-
-    /** Whether the text is what dataworks.integer_text reads as a sequence: \\s*-?[0-9]{1,38}\\s* (Java's \\s). */
-    private static boolean isSequence(String text) {
-        int start = 0;
-        int end = text.length();
-        while (start < end && isSpace(text.charAt(start))) {
-            start++;
-        }
-        while (end > start && isSpace(text.charAt(end - 1))) {
-            end--;
-        }
-        if (start < end && text.charAt(start) == '-') {
-            start++;
-        }
-        if (end - start < 1 || end - start > 38) {
-            return false;
-        }
-        for (int i = start; i < end; i++) {
-            char c = text.charAt(i);
-            if (c < '0' || c > '9') {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private static boolean isSpace(char c) {
-        return c == ' ' || c == '\t' || c == '\n' || c == '\u000B' || c == '\f' || c == '\r';
     }
 
     /** Epoch milliseconds (1970 to 9999) as "yyyy-MM-dd HH:mm:ss.SSS" in UTC (the civil date from the day number). */

@@ -1,0 +1,162 @@
+package lakeloader.jvm;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * What the JVM readers of a JSON format's common case share (DataWorksMessages, OmsMessages): reading an
+ * envelope's fields in the shapes the format's Spark SQL parser reads them, and giving up (NotCommon) wherever a
+ * message is anything else, which then takes that parser. Names an object holds twice are refused by the JSON
+ * reader itself (STRICT_DUPLICATE_DETECTION).
+ */
+final class CommonCase {
+    static final JsonFactory JSON =
+            JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
+
+    /** Thrown where the message is not the common case: it takes the Spark SQL parser. */
+    static final class NotCommon extends Exception {
+        private static final long serialVersionUID = 1L;
+        static final NotCommon INSTANCE = new NotCommon();
+
+        private NotCommon() {
+            super(null, null, false, false);
+        }
+    }
+
+    /**
+     * A reader's settings, which its parser passes as JSON with every row: read once per distinct text (a session
+     * passes one), the last one kept.
+     */
+    static final class Settings<T> {
+        private record Read<T>(String text, T value) {}
+
+        private final Function<JsonNode, T> reader;
+        private volatile Read<T> last;
+
+        Settings(Function<JsonNode, T> reader) {
+            this.reader = reader;
+        }
+
+        T of(String text) throws IOException {
+            Read<T> current = last;
+            if (current == null || !current.text().equals(text)) {
+                current = new Read<>(text, reader.apply(new ObjectMapper().readTree(text)));
+                last = current;
+            }
+            return current.value();
+        }
+    }
+
+    /** The field Spark's JSON reader fills with a malformed record's text: a message naming it is left to it. */
+    static final String CORRUPT_RECORD = "_corrupt_record";
+
+    private CommonCase() {}
+
+    /** A JSON object of strings as a map. */
+    static Map<String, String> texts(JsonNode object) {
+        Map<String, String> texts = new HashMap<>();
+        object.fields().forEachRemaining(entry -> texts.put(entry.getKey(), entry.getValue().asText()));
+        return texts;
+    }
+
+    static void expect(JsonToken token, JsonToken expected) throws NotCommon {
+        if (token != expected) {
+            throw NotCommon.INSTANCE;
+        }
+    }
+
+    /** Nothing may follow the message's JSON value (Spark's reader would ignore it: left to the parser). */
+    static void expectEnd(JsonParser p) throws IOException, NotCommon {
+        if (p.nextToken() != null) {
+            throw NotCommon.INSTANCE;
+        }
+    }
+
+    /** A string or number's text (NULL for null); anything else is not the common case. */
+    static String scalar(JsonParser p, JsonToken token) throws IOException, NotCommon {
+        return switch (token) {
+            case VALUE_NULL -> null;
+            case VALUE_STRING, VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> p.getText();
+            default -> throw NotCommon.INSTANCE;
+        };
+    }
+
+    /** An array of strings; NULL for null. */
+    static List<String> strings(JsonParser p, JsonToken token) throws IOException, NotCommon {
+        if (token == JsonToken.VALUE_NULL) {
+            return null;
+        }
+        expect(token, JsonToken.START_ARRAY);
+        List<String> values = new ArrayList<>();
+        while (p.nextToken() == JsonToken.VALUE_STRING) {
+            values.add(p.getText());
+        }
+        expect(p.currentToken(), JsonToken.END_ARRAY);
+        return values;
+    }
+
+    /**
+     * An object of scalars as [name, value text, token kind] in order (kind: null, string, int, float, boolean);
+     * NULL for null. A value that is an object or an array is not the common case.
+     */
+    static List<String[]> image(JsonParser p, JsonToken token) throws IOException, NotCommon {
+        if (token == JsonToken.VALUE_NULL) {
+            return null;
+        }
+        expect(token, JsonToken.START_OBJECT);
+        List<String[]> image = new ArrayList<>();
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String name = p.currentName();
+            JsonToken v = p.nextToken();
+            String kind = switch (v) {
+                case VALUE_NULL -> "null";
+                case VALUE_STRING -> "string";
+                case VALUE_NUMBER_INT -> "int";
+                case VALUE_NUMBER_FLOAT -> "float";
+                case VALUE_TRUE, VALUE_FALSE -> "boolean";
+                default -> throw NotCommon.INSTANCE;
+            };
+            image.add(new String[] {name, v == JsonToken.VALUE_NULL ? null : p.getText(), kind});
+        }
+        return image;
+    }
+
+    /** Whether the text is what common.integer_text reads as a number: \\s*-?[0-9]{1,38}\\s* (Java's \\s). */
+    static boolean isSequence(String text) {
+        int start = 0;
+        int end = text.length();
+        while (start < end && isSpace(text.charAt(start))) {
+            start++;
+        }
+        while (end > start && isSpace(text.charAt(end - 1))) {
+            end--;
+        }
+        if (start < end && text.charAt(start) == '-') {
+            start++;
+        }
+        if (end - start < 1 || end - start > 38) {
+            return false;
+        }
+        for (int i = start; i < end; i++) {
+            char c = text.charAt(i);
+            if (c < '0' || c > '9') {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static boolean isSpace(char c) {
+        return c == ' ' || c == '\t' || c == '\n' || c == '\u000B' || c == '\f' || c == '\r';
+    }
+}

@@ -1,0 +1,221 @@
+"""OMS Default JSON's common case, read by a JVM function (jvm/src/lakeloader/jvm/OmsMessages.java), against the
+Spark SQL parser that reads every other message and stays the reference: on thousands of generated messages,
+most of them mutated where a producer or a damaged export could differ (values of every JSON kind, missing,
+extra, repeated and reordered fields, every record type, keys and times of every spelling, configured tables),
+both give the same rows, column for column, quarantine reasons included."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from format_support import source_for
+
+from lakeloader.land.step import RawFiles
+from lakeloader.parse.formats import oms_default
+from lakeloader.parse.framing import read_messages
+
+TABLES = {  # table -> (columns, key as record_primary_key sends it)
+    "items": (("id", "name", "qty", "price"), "id"),
+    "pairs": (("a", "b", "note"), "a\u0001b"),
+    "keyless": (("note", "n"), None),
+    "Mixed": (("ID", "_cdc_x", "Note"), "ID"),
+}
+RECORD_TYPES = ("INSERT", "UPDATE", "UPDATE", "DELETE", "HEARTBEAT", "DDL", "insert", "REPLACE", None)
+
+# raw JSON tokens a producer (or damage) may put anywhere: numbers in every spelling, strings that look like
+# numbers, structures where scalars belong
+TOKENS = (
+    "null", "true", "false", "0", "-0", "7", "-12", "1.10", "-0.0", "1E+2", "2.5e-3", "1e400",
+    "9223372036854775808", "123456789012345678901234567890123456789012", '""', '" 12"', '"12"', '"abc"',
+    '"1700000000.5"', '"1700000000"', '"-5"', '"12\\n"', '"\\t9"', '"\\u0000"', '"café ☕"', '"\\ud834\\udd1e"',
+    "[]", "{}", '{"a":1}', "[1,2]",
+)  # fmt: skip
+NUMBERS = ("1.10", "-0", "12345678901234567890.123456789", "1E+2")
+TIMES = ('"1700000000"', '" 5"', '"x"', '"1e3"', "-3", '"12.5.5"', "null", "1700000000.5")
+CHECKPOINTS = ('"1700000001"', '"2.5"', '"pk:7"', "null", '"-1"', '"1\\n"')
+SEQUENCES = ('" 42 "', '"1.5"', '"x"', '""', "18446744073709551616", "null", "-3")
+RAW = "\u0001raw:"  # a string that `_line` replaces by the raw token after it
+
+
+def _value(rng: random.Random) -> object:
+    kind = rng.randrange(10)
+    if kind == 0:
+        return None
+    if kind < 4:
+        return rng.choice([0, 1, -7, 2**63 - 1, rng.randrange(-(10**12), 10**12)])
+    if kind == 4:
+        return rng.choice([0.5, -2.25, 1e300])
+    if kind == 5:
+        return RAW + rng.choice(NUMBERS)
+    return rng.choice(["plain", "", "café ☕", 'quote " and \\', "𝄞", "12", "中文", str(rng.random())])
+
+
+def _message(rng: random.Random, seq: int) -> dict:
+    table = rng.choice(list(TABLES))
+    columns, key = TABLES[table]
+    record_type = rng.choice(RECORD_TYPES)
+
+    def image() -> dict:
+        return {name: _value(rng) for name in columns}
+
+    before = image() if record_type in ("UPDATE", "DELETE") or rng.random() < 0.05 else None
+    after = image() if record_type in ("INSERT", "UPDATE", "insert", "REPLACE") and rng.random() < 0.95 else None
+    if record_type == "DDL":
+        after = {"ddl": "ALTER TABLE items ADD COLUMN x INT"}
+    if key and rng.random() < 0.9:  # the key's columns hold values (a NULL key column is the parser's to reject)
+        for name in key.split("\u0001"):
+            for im in (before, after):
+                if im is not None and name in im and im[name] is None:
+                    im[name] = seq
+    metadata = {
+        "checkpoint": str(1700000000 + seq),
+        "record_primary_key": key,
+        "record_primary_value": "x",
+        "source_identity": None,
+        "dbType": "OB_MYSQL",
+        "storeDataSequence": rng.choice([str(1700000000000 + seq), 1700000000000 + seq, None]),
+        "table_name": table,
+        "db": rng.choice(["tenant.shop", "shop", "shop"]),
+        "timestamp": rng.choice([str(1700000000 + seq), str(1700000000 + seq), None, f"{1700000000 + seq}.25"]),
+        "uniqueId": "u",
+        "transId": "",
+        "clusterId": None,
+        "ddlType": None,
+    }
+    return {"prevStruct": before, "postStruct": after, "allMetaData": metadata, "recordType": record_type}
+
+
+def _dict(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _mutated(rng: random.Random, message: dict) -> dict:
+    """The message with one change at a random place: a value replaced by any token, a field dropped or renamed,
+    an image's columns reordered or cut, a column added to an image, the key or the times respelled."""
+    meta = _dict(message.get("allMetaData"))
+    images = [image for image in (_dict(message.get("prevStruct")), _dict(message.get("postStruct"))) if image]
+    mutation = rng.randrange(9)
+    if mutation == 0 and images:
+        image = rng.choice(images)
+        image[rng.choice(list(image))] = RAW + rng.choice(TOKENS)
+    elif mutation == 1:
+        place = rng.choice([message, meta])
+        if place:
+            place[rng.choice(list(place))] = RAW + rng.choice(TOKENS)
+    elif mutation == 2:
+        place = rng.choice([message, meta])
+        if place:
+            place.pop(rng.choice(list(place)))
+    elif mutation == 3 and images:
+        image = rng.choice(images)
+        names = list(image)
+        rng.shuffle(names)
+        kept = [(n, image[n]) for n in names[: rng.randrange(1, len(names) + 1)]]
+        image.clear()
+        image.update(kept)
+    elif mutation == 4 and images:
+        rng.choice(images)[rng.choice(["extra", "ID", "id", "_cdc_y", "Id"])] = 1
+    elif mutation == 5:
+        meta["record_primary_key"] = rng.choice(
+            ["", "ID", "missing", "id\u0001id", "id\u0001", None, "note", "a\u0001B"]
+        )
+    elif mutation == 6:
+        meta["timestamp"] = RAW + rng.choice(TIMES)
+        meta["checkpoint"] = RAW + rng.choice(CHECKPOINTS)
+    elif mutation == 7:
+        meta["storeDataSequence"] = RAW + rng.choice(SEQUENCES)
+    else:
+        message["recordType"] = rng.choice(["INSERT", "UPDATE", "DELETE", "HEARTBEAT", "Delete", "ROW"])
+    return message
+
+
+def _line(rng: random.Random, message: dict) -> str:
+    text = json.dumps(message, ensure_ascii=rng.random() < 0.5, separators=(",", ":"))
+    for token in (*TOKENS, *NUMBERS, *TIMES, *CHECKPOINTS, *SEQUENCES):
+        text = text.replace(json.dumps(RAW + token, ensure_ascii=False), token).replace(json.dumps(RAW + token), token)
+    damage = rng.randrange(40)
+    if damage == 0:
+        text = text.replace('"recordType":', '"recordType":"DELETE","recordType":', 1)  # a repeated field
+    elif damage == 1:
+        text = text[: rng.randrange(len(text))]  # cut short
+    elif damage == 2:
+        text = " " + text + " x"
+    elif damage == 3:
+        text = text.replace('"postStruct":{', '"postStruct":{"id":1,', 1)  # a column sent twice
+    elif damage == 4:
+        text = text.replace("{", '{"_corrupt_record":"x",', 1)
+    return text
+
+
+def _lines(seed: int, count: int) -> list[str]:
+    rng = random.Random(seed)
+    lines = []
+    for seq in range(1, count + 1):
+        message = _message(rng, seq)
+        for _ in range(rng.choice([0, 0, 0, 1, 1, 2])):
+            message = _mutated(rng, message)
+        lines.append(_line(rng, message))
+    return lines
+
+
+def _both_ways(spark, tmp_path, lines: list[str], **settings) -> tuple[list[dict], list[dict], int]:
+    """The parser's rows with and without the JVM function, and how many messages it took."""
+    path = tmp_path / "m.json"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    source = source_for("oms_default", **settings)
+    messages = read_messages(spark, RawFiles([f"file://{path}"]), source, "2026-11-21T05")
+
+    def rows(common_case: bool) -> list[dict]:
+        parsed = oms_default.parse(messages, source, common_case=common_case)
+        return [r.asDict(recursive=True) for r in parsed.orderBy("origin_line").collect()]
+
+    taken = messages.where(oms_default.read_common_case(source).isNotNull()).count()
+    return rows(True), rows(False), taken
+
+
+# every family a configured type can have (those the function reads and those it leaves to Spark SQL), in
+# every table
+CONFIGURED = {
+    "shop.items": {"id": "bigint", "qty": "tinyint", "price": "double", "name": "string"},
+    "tenant.shop.items": {"id": "int", "qty": "smallint", "price": "float"},
+    "shop.pairs": {"a": "decimal(10,2)", "b": "date", "note": "boolean"},
+    "tenant.shop.keyless": {"note": "timestamp", "n": "binary"},
+    "shop.Mixed": {"ID": "timestamp_ntz", "Note": "BIGINT", "_cdc_x": "bigint"},
+}
+
+
+@pytest.mark.parametrize(
+    "settings", [{}, {"column_types": CONFIGURED}], ids=["no configured types", "configured types of every family"]
+)
+def test_the_jvm_common_case_gives_the_rows_the_spark_sql_parser_gives(spark, tmp_path, settings):
+    lines = _lines(seed=43, count=2500)
+
+    with_jvm, spark_sql, taken = _both_ways(spark, tmp_path, lines, **settings)
+
+    assert len(with_jvm) == len(spark_sql) == len(lines)
+    differ = [(a, b) for a, b in zip(with_jvm, spark_sql, strict=True) if a != b]
+    assert differ[:3] == []
+    # the comparison means something: the function took many messages (fewer where the configured types are
+    # ones it leaves to Spark SQL), and the rest were of every outcome
+    assert taken > 200
+    reasons = {r["reject_reason"] for r in spark_sql if r["reject_reason"]}
+    assert len(reasons) > 8
+    assert {r["kind"] for r in spark_sql} >= {"data", "ddl", "heartbeat"}
+
+
+def test_a_plain_message_is_taken_by_the_jvm_function(spark, tmp_path):
+    line = (
+        '{"allMetaData":{"db":"shop","table_name":"items","record_primary_key":"id","timestamp":"1700000000"},'
+        '"recordType":"UPDATE","prevStruct":{"id":7,"name":"a","price":1.10},'
+        '"postStruct":{"id":7,"name":"b","price":12345678901234567890.123456789}}'
+    )
+
+    (with_jvm,), (spark_sql,), taken = _both_ways(spark, tmp_path, [line])
+
+    assert taken == 1
+    assert with_jvm == spark_sql
+    assert with_jvm["before"] == {"id": "7", "name": "a", "price": "1.10"}
+    assert with_jvm["after"]["price"] == "12345678901234567890.123456789"
+    assert (with_jvm["op"], with_jvm["seq"], with_jvm["primary_key"]) == ("UPDATE", 1700000000, ["id"])
