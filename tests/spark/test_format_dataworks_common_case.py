@@ -12,11 +12,9 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from format_support import source_for
+from common_case_support import RAW, assert_same_rows, damaged, generated_lines, json_line, parsed_both_ways
 
-from lakeloader.land.step import RawFiles
 from lakeloader.parse.formats import dataworks
-from lakeloader.parse.framing import read_messages
 from tools.cdcgen import dataworks as dw
 from tools.cdcgen import wire
 
@@ -39,7 +37,6 @@ TOKENS = (
 )  # fmt: skip
 SEQUENCES = ("-5", '" 42 "', '"1.5"', '"x"', "18446744073709551616", "null")
 DOUBLES = ("1.10", "-0", "12345678901234567890.123456789")
-RAW = "\u0001raw:"  # a string that `_line` replaces by the raw token after it
 
 
 def _value(rng: random.Random, kind: str) -> object:
@@ -124,45 +121,14 @@ def _dict(value: object) -> dict:
 
 
 def _line(rng: random.Random, message: dict) -> str:
-    text = json.dumps(message, ensure_ascii=rng.random() < 0.5, separators=(",", ":"))
-    for token in (*TOKENS, *SEQUENCES, *DOUBLES):
-        text = text.replace(json.dumps(RAW + token, ensure_ascii=False), token).replace(json.dumps(RAW + token), token)
-    damage = rng.randrange(40)
-    if damage == 0:
-        text = text.replace('"op":', '"op":"DELETE","op":', 1)  # a repeated field
-    elif damage == 1:
-        text = text[: rng.randrange(len(text))]  # cut short
-    elif damage == 2:
-        text = " " + text + " x"
-    elif damage == 3:
-        text = text.replace('{"dataColumn":{', '{"dataColumn":{"id":1,', 1)  # a column sent twice
-    return text
-
-
-def _lines(seed: int, count: int) -> list[str]:
-    rng = random.Random(seed)
-    lines = []
-    for seq in range(1, count + 1):
-        message = _message(rng, seq)
-        for _ in range(rng.choice([0, 0, 0, 1, 1, 2])):
-            message = _mutated(rng, message)
-        lines.append(_line(rng, message))
-    return lines
+    text = json_line(rng, message, (*TOKENS, *SEQUENCES, *DOUBLES))
+    return damaged(rng, text, "op", '{"dataColumn":{')
 
 
 def _both_ways(spark, tmp_path, lines: list[str], **settings) -> tuple[list[dict], list[dict], int]:
-    """The parser's rows with and without the JVM function, and how many messages it took."""
-    path = tmp_path / "m.json"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    source = source_for("dataworks_json", **settings)
-    messages = read_messages(spark, RawFiles([f"file://{path}"]), source, "2026-11-21T05")
-
-    def rows(common_case: bool) -> list[dict]:
-        parsed = dataworks.parse(messages, source, common_case=common_case)
-        return [r.asDict(recursive=True) for r in parsed.orderBy("origin_line").collect()]
-
-    taken = messages.where(dataworks.read_common_case(messages, source).isNotNull()).count()
-    return rows(True), rows(False), taken
+    return parsed_both_ways(
+        spark, tmp_path, lines, "dataworks_json", dataworks.parse, dataworks.read_common_case, **settings
+    )
 
 
 # every family a configured type can have, over columns of every wire type (those the function reads and those it
@@ -180,13 +146,11 @@ CONFIGURED = {
     "settings", [{}, {"column_types": CONFIGURED}], ids=["declared types", "configured types of every family"]
 )
 def test_the_jvm_common_case_gives_the_rows_the_spark_sql_parser_gives(spark, tmp_path, settings):
-    lines = _lines(seed=41, count=2500)
+    lines = generated_lines(41, 2500, _message, _mutated, _line)
 
     with_jvm, spark_sql, taken = _both_ways(spark, tmp_path, lines, **settings)
 
-    assert len(with_jvm) == len(spark_sql) == len(lines)
-    differ = [(a, b) for a, b in zip(with_jvm, spark_sql, strict=True) if a != b]
-    assert differ[:3] == []
+    assert_same_rows(with_jvm, spark_sql, lines)
     # the comparison means something: the function took many messages (fewer where the configured types are
     # ones it leaves to Spark SQL), and the rest were of every outcome
     assert taken > 100

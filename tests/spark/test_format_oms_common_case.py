@@ -6,15 +6,12 @@ both give the same rows, column for column, quarantine reasons included."""
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
-from format_support import source_for
+from common_case_support import RAW, assert_same_rows, damaged, generated_lines, json_line, parsed_both_ways
 
-from lakeloader.land.step import RawFiles
 from lakeloader.parse.formats import oms_default
-from lakeloader.parse.framing import read_messages
 
 TABLES = {  # table -> (columns, key as record_primary_key sends it)
     "items": (("id", "name", "qty", "price"), "id"),
@@ -36,7 +33,6 @@ NUMBERS = ("1.10", "-0", "12345678901234567890.123456789", "1E+2")
 TIMES = ('"1700000000"', '" 5"', '"x"', '"1e3"', "-3", '"12.5.5"', "null", "1700000000.5")
 CHECKPOINTS = ('"1700000001"', '"2.5"', '"pk:7"', "null", '"-1"', '"1\\n"')
 SEQUENCES = ('" 42 "', '"1.5"', '"x"', '""', "18446744073709551616", "null", "-3")
-RAW = "\u0001raw:"  # a string that `_line` replaces by the raw token after it
 
 
 def _value(rng: random.Random) -> object:
@@ -132,47 +128,20 @@ def _mutated(rng: random.Random, message: dict) -> dict:
 
 
 def _line(rng: random.Random, message: dict) -> str:
-    text = json.dumps(message, ensure_ascii=rng.random() < 0.5, separators=(",", ":"))
-    for token in (*TOKENS, *NUMBERS, *TIMES, *CHECKPOINTS, *SEQUENCES):
-        text = text.replace(json.dumps(RAW + token, ensure_ascii=False), token).replace(json.dumps(RAW + token), token)
-    damage = rng.randrange(40)
-    if damage == 0:
-        text = text.replace('"recordType":', '"recordType":"DELETE","recordType":', 1)  # a repeated field
-    elif damage == 1:
-        text = text[: rng.randrange(len(text))]  # cut short
-    elif damage == 2:
-        text = " " + text + " x"
-    elif damage == 3:
-        text = text.replace('"postStruct":{', '"postStruct":{"id":1,', 1)  # a column sent twice
-    elif damage == 4:
-        text = text.replace("{", '{"_corrupt_record":"x",', 1)
-    return text
-
-
-def _lines(seed: int, count: int) -> list[str]:
-    rng = random.Random(seed)
-    lines = []
-    for seq in range(1, count + 1):
-        message = _message(rng, seq)
-        for _ in range(rng.choice([0, 0, 0, 1, 1, 2])):
-            message = _mutated(rng, message)
-        lines.append(_line(rng, message))
-    return lines
+    text = json_line(rng, message, (*TOKENS, *NUMBERS, *TIMES, *CHECKPOINTS, *SEQUENCES))
+    return damaged(rng, text, "recordType", '"postStruct":{')
 
 
 def _both_ways(spark, tmp_path, lines: list[str], **settings) -> tuple[list[dict], list[dict], int]:
-    """The parser's rows with and without the JVM function, and how many messages it took."""
-    path = tmp_path / "m.json"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    source = source_for("oms_default", **settings)
-    messages = read_messages(spark, RawFiles([f"file://{path}"]), source, "2026-11-21T05")
-
-    def rows(common_case: bool) -> list[dict]:
-        parsed = oms_default.parse(messages, source, common_case=common_case)
-        return [r.asDict(recursive=True) for r in parsed.orderBy("origin_line").collect()]
-
-    taken = messages.where(oms_default.read_common_case(source).isNotNull()).count()
-    return rows(True), rows(False), taken
+    return parsed_both_ways(
+        spark,
+        tmp_path,
+        lines,
+        "oms_default",
+        oms_default.parse,
+        lambda _lines, source: oms_default.read_common_case(source),
+        **settings,
+    )
 
 
 # every family a configured type can have (those the function reads and those it leaves to Spark SQL), in
@@ -190,13 +159,11 @@ CONFIGURED = {
     "settings", [{}, {"column_types": CONFIGURED}], ids=["no configured types", "configured types of every family"]
 )
 def test_the_jvm_common_case_gives_the_rows_the_spark_sql_parser_gives(spark, tmp_path, settings):
-    lines = _lines(seed=43, count=2500)
+    lines = generated_lines(43, 2500, _message, _mutated, _line)
 
     with_jvm, spark_sql, taken = _both_ways(spark, tmp_path, lines, **settings)
 
-    assert len(with_jvm) == len(spark_sql) == len(lines)
-    differ = [(a, b) for a, b in zip(with_jvm, spark_sql, strict=True) if a != b]
-    assert differ[:3] == []
+    assert_same_rows(with_jvm, spark_sql, lines)
     # the comparison means something: the function took many messages (fewer where the configured types are
     # ones it leaves to Spark SQL), and the rest were of every outcome
     assert taken > 200

@@ -12,6 +12,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
+import org.apache.spark.sql.Row;
 
 /**
  * What the JVM readers of a JSON format's common case share (DataWorksMessages, OmsMessages): reading an
@@ -61,6 +62,44 @@ final class CommonCase {
     static final String CORRUPT_RECORD = "_corrupt_record";
 
     private CommonCase() {}
+
+    /** Reads one message to its row (the common case), or throws NotCommon. */
+    @FunctionalInterface
+    interface Reading {
+        Row read() throws IOException, NotCommon;
+    }
+
+    /** The row a reading gives, or NULL where the message is not the common case (or no valid JSON). */
+    static Row rowOrNull(Reading reading) {
+        try {
+            return reading.read();
+        } catch (NotCommon | IOException | RuntimeException notCommon) {
+            return null;
+        }
+    }
+
+    /** Reads one top-level field of a message (its name and first token). */
+    @FunctionalInterface
+    interface FieldReader {
+        void read(String field, JsonToken value) throws IOException, NotCommon;
+    }
+
+    /** A message: one JSON object, each field given to `fields`, nothing after it. */
+    static void readMessage(String text, Function<JsonParser, FieldReader> fields) throws IOException, NotCommon {
+        try (JsonParser p = JSON.createParser(text)) {
+            FieldReader reader = fields.apply(p);
+            expect(p.nextToken(), JsonToken.START_OBJECT);
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String field = p.currentName();
+                JsonToken value = p.nextToken();
+                if (field.equals(CORRUPT_RECORD)) {
+                    throw NotCommon.INSTANCE;
+                }
+                reader.read(field, value);
+            }
+            expectEnd(p);
+        }
+    }
 
     /** A JSON object of strings as a map. */
     static Map<String, String> texts(JsonNode object) {

@@ -1,7 +1,6 @@
 package lakeloader.jvm;
 
 import static lakeloader.jvm.CommonCase.expect;
-import static lakeloader.jvm.CommonCase.expectEnd;
 import static lakeloader.jvm.CommonCase.scalar;
 import static lakeloader.jvm.CommonCase.strings;
 import static lakeloader.jvm.CommonCase.texts;
@@ -99,14 +98,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
 
     @Override
     public Row call(String text, String settings) {
-        if (text == null) {
-            return null;
-        }
-        try {
-            return parsed(read(text), SETTINGS.of(settings));
-        } catch (NotCommon | IOException | RuntimeException notCommon) {
-            return null;
-        }
+        return text == null ? null : CommonCase.rowOrNull(() -> parsed(read(text), SETTINGS.of(settings)));
     }
 
     private static Config config(JsonNode root) {
@@ -137,26 +129,14 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
 
     private static Message read(String text) throws IOException, NotCommon {
         Message m = new Message();
-        try (JsonParser p = CommonCase.JSON.createParser(text)) {
-            expect(p.nextToken(), JsonToken.START_OBJECT);
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String field = p.currentName();
-                JsonToken value = p.nextToken();
-                if (field.equals(CommonCase.CORRUPT_RECORD)) {
-                    throw NotCommon.INSTANCE;
-                }
-                if (field.equals("schema")) {
-                    readSchema(p, value, m);
-                } else if (field.equals("payload")) {
-                    readPayload(p, value, m);
-                } else if (field.equals("version")) {
-                    scalar(p, value);
-                } else {
-                    p.skipChildren();
-                }
+        CommonCase.readMessage(text, p -> (field, value) -> {
+            switch (field) {
+                case "schema" -> readSchema(p, value, m);
+                case "payload" -> readPayload(p, value, m);
+                case "version" -> scalar(p, value);
+                default -> p.skipChildren();
             }
-            expectEnd(p);
-        }
+        });
         return m;
     }
 

@@ -1,7 +1,6 @@
 package lakeloader.jvm;
 
 import static lakeloader.jvm.CommonCase.expect;
-import static lakeloader.jvm.CommonCase.expectEnd;
 import static lakeloader.jvm.CommonCase.scalar;
 import static lakeloader.jvm.CommonCase.texts;
 
@@ -84,14 +83,7 @@ public final class OmsMessages implements UDF2<String, String, Row> {
 
     @Override
     public Row call(String text, String settings) {
-        if (text == null) {
-            return null;
-        }
-        try {
-            return parsed(read(text), SETTINGS.of(settings));
-        } catch (NotCommon | IOException | RuntimeException notCommon) {
-            return null;
-        }
+        return text == null ? null : CommonCase.rowOrNull(() -> parsed(read(text), SETTINGS.of(settings)));
     }
 
     private static Config config(JsonNode root) {
@@ -103,24 +95,15 @@ public final class OmsMessages implements UDF2<String, String, Row> {
 
     private static Message read(String text) throws IOException, NotCommon {
         Message m = new Message();
-        try (JsonParser p = CommonCase.JSON.createParser(text)) {
-            expect(p.nextToken(), JsonToken.START_OBJECT);
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String field = p.currentName();
-                JsonToken value = p.nextToken();
-                if (field.equals(CommonCase.CORRUPT_RECORD)) {
-                    throw NotCommon.INSTANCE;
-                }
-                switch (field) {
-                    case "prevStruct" -> m.before = CommonCase.image(p, value);
-                    case "postStruct" -> m.after = CommonCase.image(p, value);
-                    case "recordType" -> m.op = scalar(p, value);
-                    case "allMetaData" -> readMetadata(p, value, m);
-                    default -> p.skipChildren();
-                }
+        CommonCase.readMessage(text, p -> (field, value) -> {
+            switch (field) {
+                case "prevStruct" -> m.before = CommonCase.image(p, value);
+                case "postStruct" -> m.after = CommonCase.image(p, value);
+                case "recordType" -> m.op = scalar(p, value);
+                case "allMetaData" -> readMetadata(p, value, m);
+                default -> p.skipChildren();
             }
-            expectEnd(p);
-        }
+        });
         return m;
     }
 

@@ -1,0 +1,97 @@
+"""What the differential tests of the JVM common-case readers share (tests/spark/test_format_*_common_case.py):
+generated messages written as JSON lines with raw tokens spliced in, and one batch parsed with and without the
+JVM function."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from format_support import source_for
+from pyspark.sql import Column, DataFrame
+
+from lakeloader.core.config import SourceConfig
+from lakeloader.land.step import RawFiles
+from lakeloader.parse.framing import read_messages
+
+RAW = "\u0001raw:"  # a string that `json_line` replaces by the raw JSON token after it
+
+
+def json_line(rng: random.Random, message: dict, tokens: Iterable[str]) -> str:
+    """The message as one JSON line (non-ASCII escaped or not), each string RAW + token replaced by the token."""
+    text = json.dumps(message, ensure_ascii=rng.random() < 0.5, separators=(",", ":"))
+    for token in tokens:
+        text = text.replace(json.dumps(RAW + token, ensure_ascii=False), token).replace(json.dumps(RAW + token), token)
+    return text
+
+
+def generated_lines(
+    seed: int,
+    count: int,
+    message: Callable[[random.Random, int], dict],
+    mutated: Callable[[random.Random, dict], dict],
+    line: Callable[[random.Random, dict], str],
+) -> list[str]:
+    """`count` messages, most of them mutated once or twice, as lines."""
+    rng = random.Random(seed)
+    lines = []
+    for seq in range(1, count + 1):
+        generated = message(rng, seq)
+        for _ in range(rng.choice([0, 0, 0, 1, 1, 2])):
+            generated = mutated(rng, generated)
+        lines.append(line(rng, generated))
+    return lines
+
+
+def damaged(rng: random.Random, text: str, repeated_field: str, image_opening: str) -> str:
+    """The line, one time in eight damaged: a field sent twice, cut short, text after the message, a column sent
+    twice in an image (`image_opening` is where its columns start), Spark's corrupt-record field named."""
+    damage = rng.randrange(40)
+    if damage == 0:
+        return text.replace(f'"{repeated_field}":', f'"{repeated_field}":"DELETE","{repeated_field}":', 1)
+    if damage == 1:
+        return text[: rng.randrange(len(text))]
+    if damage == 2:
+        return " " + text + " x"
+    if damage == 3:
+        return text.replace(image_opening, image_opening + '"id":1,', 1)
+    if damage == 4:
+        return text.replace("{", '{"_corrupt_record":"x",', 1)
+    return text
+
+
+Parse = Callable[[DataFrame, SourceConfig, bool], DataFrame]
+
+
+def parsed_both_ways(
+    spark,
+    tmp_path: Path,
+    lines: list[str],
+    fmt: str,
+    parse: Parse,
+    common_case: Callable[[DataFrame, SourceConfig], Column],
+    **settings,
+) -> tuple[list[dict], list[dict], int]:
+    """The parser's rows with and without the JVM function (`parse`'s third argument), and how many messages the
+    function took (`common_case`: its column over the batch's lines)."""
+    path = tmp_path / "m.json"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    source = source_for(fmt, **settings)
+    messages = read_messages(spark, RawFiles([f"file://{path}"]), source, "2026-11-21T05")
+
+    def rows(with_function: bool) -> list[dict]:
+        return [
+            r.asDict(recursive=True) for r in parse(messages, source, with_function).orderBy("origin_line").collect()
+        ]
+
+    taken = messages.where(common_case(messages, source).isNotNull()).count()
+    return rows(True), rows(False), taken
+
+
+def assert_same_rows(with_jvm: list[dict], spark_sql: list[dict], lines: list[str]) -> None:
+    """One row per line both ways, equal column for column (the first differences shown)."""
+    assert len(with_jvm) == len(spark_sql) == len(lines)
+    differ = [(a, b) for a, b in zip(with_jvm, spark_sql, strict=True) if a != b]
+    assert differ[:3] == []
