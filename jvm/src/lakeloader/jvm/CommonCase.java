@@ -78,25 +78,31 @@ final class CommonCase {
         }
     }
 
-    /** Reads one top-level field of a message (its name and first token). */
+    /** Reads one field of an object: its name and its value's first token (it reads or skips the value). */
     @FunctionalInterface
     interface FieldReader {
         void read(String field, JsonToken value) throws IOException, NotCommon;
     }
 
-    /** A message: one JSON object, each field given to `fields`, nothing after it. */
-    static void readMessage(String text, Function<JsonParser, FieldReader> fields) throws IOException, NotCommon {
+    /** An object (`token` its first token), each field given to `reader`. */
+    static void fields(JsonParser p, JsonToken token, FieldReader reader) throws IOException, NotCommon {
+        expect(token, JsonToken.START_OBJECT);
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String field = p.currentName();
+            reader.read(field, p.nextToken());
+        }
+    }
+
+    /** A message: one JSON object whose fields the reader `readerOf` gives for the parser reads, nothing after it. */
+    static void readMessage(String text, Function<JsonParser, FieldReader> readerOf) throws IOException, NotCommon {
         try (JsonParser p = JSON.createParser(text)) {
-            FieldReader reader = fields.apply(p);
-            expect(p.nextToken(), JsonToken.START_OBJECT);
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String field = p.currentName();
-                JsonToken value = p.nextToken();
+            FieldReader reader = readerOf.apply(p);
+            fields(p, p.nextToken(), (field, value) -> {
                 if (field.equals(CORRUPT_RECORD)) {
                     throw NotCommon.INSTANCE;
                 }
                 reader.read(field, value);
-            }
+            });
             expectEnd(p);
         }
     }
@@ -152,11 +158,8 @@ final class CommonCase {
         if (token == JsonToken.VALUE_NULL) {
             return null;
         }
-        expect(token, JsonToken.START_OBJECT);
         List<String[]> image = new ArrayList<>();
-        while (p.nextToken() == JsonToken.FIELD_NAME) {
-            String name = p.currentName();
-            JsonToken v = p.nextToken();
+        fields(p, token, (name, v) -> {
             String kind = switch (v) {
                 case VALUE_NULL -> "null";
                 case VALUE_STRING -> "string";
@@ -166,7 +169,7 @@ final class CommonCase {
                 default -> throw NotCommon.INSTANCE;
             };
             image.add(new String[] {name, v == JsonToken.VALUE_NULL ? null : p.getText(), kind});
-        }
+        });
         return image;
     }
 

@@ -1,6 +1,7 @@
 package lakeloader.jvm;
 
 import static lakeloader.jvm.CommonCase.expect;
+import static lakeloader.jvm.CommonCase.fields;
 import static lakeloader.jvm.CommonCase.scalar;
 import static lakeloader.jvm.CommonCase.strings;
 import static lakeloader.jvm.CommonCase.texts;
@@ -18,6 +19,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Consumer;
 import java.util.regex.Pattern;
 import lakeloader.jvm.CommonCase.NotCommon;
 import org.apache.spark.sql.Row;
@@ -141,19 +143,12 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
     }
 
     private static void readSchema(JsonParser p, JsonToken value, Message m) throws IOException, NotCommon {
-        expect(value, JsonToken.START_OBJECT);
-        while (p.nextToken() == JsonToken.FIELD_NAME) {
-            String field = p.currentName();
-            JsonToken token = p.nextToken();
-            if (field.equals("dataColumn")) {
-                m.declared = readDeclared(p, token);
-            } else if (field.equals("primaryKey")) {
-                m.primaryKey = strings(p, token);
-            } else if (field.equals("source")) {
-                expect(token, JsonToken.START_OBJECT);
-                while (p.nextToken() == JsonToken.FIELD_NAME) {
-                    String name = p.currentName();
-                    String text = scalar(p, p.nextToken());
+        fields(p, value, (field, token) -> {
+            switch (field) {
+                case "dataColumn" -> m.declared = readDeclared(p, token);
+                case "primaryKey" -> m.primaryKey = strings(p, token);
+                case "source" -> fields(p, token, (name, v) -> {
+                    String text = scalar(p, v);
                     switch (name) {
                         case "dbType" -> m.dbType = text;
                         case "dbName" -> m.db = text;
@@ -161,38 +156,30 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
                         case "tableName" -> m.table = text;
                         default -> { }
                     }
-                }
-            } else {
-                p.skipChildren();
+                });
+                default -> p.skipChildren();
             }
-        }
+        });
     }
 
     private static void readPayload(JsonParser p, JsonToken value, Message m) throws IOException, NotCommon {
-        expect(value, JsonToken.START_OBJECT);
-        while (p.nextToken() == JsonToken.FIELD_NAME) {
-            String field = p.currentName();
-            JsonToken token = p.nextToken();
+        fields(p, value, (field, token) -> {
             switch (field) {
-                case "before" -> m.before = readImage(p, token);
-                case "after" -> m.after = readImage(p, token);
+                case "before" -> readImage(p, token, image -> m.before = image);
+                case "after" -> readImage(p, token, image -> m.after = image);
                 case "sequenceId" -> m.sequence = scalar(p, token);
                 case "op" -> m.op = scalar(p, token);
                 case "scn" -> scalar(p, token);
-                case "timestamp" -> {
-                    expect(token, JsonToken.START_OBJECT);
-                    while (p.nextToken() == JsonToken.FIELD_NAME) {
-                        String name = p.currentName();
-                        String text = scalar(p, p.nextToken());
-                        if (name.equals("eventTime")) {
-                            m.eventTime = text;
-                        }
+                case "timestamp" -> fields(p, token, (name, v) -> {
+                    String text = scalar(p, v);
+                    if (name.equals("eventTime")) {
+                        m.eventTime = text;
                     }
-                }
+                });
                 case "ddl" -> readNoStatement(p, token);
                 default -> p.skipChildren();
             }
-        }
+        });
     }
 
     /** A `ddl` field without a statement (a data change's); a statement is not the common case. */
@@ -200,55 +187,48 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         if (token == JsonToken.VALUE_NULL) {
             return;
         }
-        expect(token, JsonToken.START_OBJECT);
-        while (p.nextToken() == JsonToken.FIELD_NAME) {
-            String field = p.currentName();
-            JsonToken value = p.nextToken();
+        fields(p, token, (field, value) -> {
             if (field.equals("text") && scalar(p, value) != null) {
                 throw NotCommon.INSTANCE;
             }
             p.skipChildren();
-        }
+        });
     }
 
     /** [name, wire type] per declared column. */
     private static List<String[]> readDeclared(JsonParser p, JsonToken token) throws IOException, NotCommon {
         expect(token, JsonToken.START_ARRAY);
         List<String[]> columns = new ArrayList<>();
-        while (p.nextToken() == JsonToken.START_OBJECT) {
+        for (JsonToken element = p.nextToken(); element == JsonToken.START_OBJECT; element = p.nextToken()) {
             String[] column = new String[2];
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String field = p.currentName();
-                String text = scalar(p, p.nextToken());
+            fields(p, element, (field, v) -> {
+                String text = scalar(p, v);
                 if (field.equals("name")) {
                     column[0] = text;
                 } else if (field.equals("type")) {
                     column[1] = text;
                 }
-            }
+            });
             columns.add(column);
         }
         expect(p.currentToken(), JsonToken.END_ARRAY);
         return columns;
     }
 
-    /** An image's [name, value text, token kind] in order; NULL when it has no dataColumn. */
-    private static List<String[]> readImage(JsonParser p, JsonToken token) throws IOException, NotCommon {
+    /** An image's [name, value text, token kind] in order (`CommonCase.image`) to `to`; none for NULL or an image
+     * without a dataColumn. */
+    private static void readImage(JsonParser p, JsonToken token, Consumer<List<String[]>> to)
+            throws IOException, NotCommon {
         if (token == JsonToken.VALUE_NULL) {
-            return null;
+            return;
         }
-        expect(token, JsonToken.START_OBJECT);
-        List<String[]> image = null;
-        while (p.nextToken() == JsonToken.FIELD_NAME) {
-            String field = p.currentName();
-            JsonToken value = p.nextToken();
+        fields(p, token, (field, value) -> {
             if (field.equals("dataColumn")) {
-                image = CommonCase.image(p, value);
+                to.accept(CommonCase.image(p, value));
             } else {
                 p.skipChildren();
             }
-        }
-        return image;
+        });
     }
 
     // ---------------------------------------------------------------------------------------------------------

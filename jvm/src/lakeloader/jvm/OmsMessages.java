@@ -1,6 +1,6 @@
 package lakeloader.jvm;
 
-import static lakeloader.jvm.CommonCase.expect;
+import static lakeloader.jvm.CommonCase.fields;
 import static lakeloader.jvm.CommonCase.scalar;
 import static lakeloader.jvm.CommonCase.texts;
 
@@ -112,10 +112,7 @@ public final class OmsMessages implements UDF2<String, String, Row> {
         if (value == JsonToken.VALUE_NULL) {
             return;
         }
-        expect(value, JsonToken.START_OBJECT);
-        while (p.nextToken() == JsonToken.FIELD_NAME) {
-            String field = p.currentName();
-            JsonToken token = p.nextToken();
+        fields(p, value, (field, token) -> {
             switch (field) {
                 case "db" -> m.db = scalar(p, token);
                 case "table_name" -> m.table = scalar(p, token);
@@ -125,7 +122,7 @@ public final class OmsMessages implements UDF2<String, String, Row> {
                 case "record_primary_key" -> m.primaryKey = scalar(p, token);
                 default -> p.skipChildren();
             }
-        }
+        });
     }
 
     private static Row parsed(Message m, Config settings) throws NotCommon {
