@@ -22,6 +22,7 @@ type, because parametrised types (decimal(p,s)) are only known per message.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -662,6 +663,30 @@ def finish(
 
 COMMON_CASE = "_common_case"
 """A message's fields as a JVM function read them in one pass (NULL: not the common case; see `spliced`)."""
+
+
+def jvm_reading(function: str, settings: Mapping[str, object]) -> Column:
+    """Each line (`text`) as a JVM common-case reader (SQL `function`) reads it, given the parser's settings as
+    JSON: one text for a session's settings (sorted keys), which the reader parses once."""
+    return F.call_function(function, F.col("text"), F.lit(json.dumps(settings, sort_keys=True)))
+
+
+def with_common_case(lines: DataFrame, reading: Column) -> tuple[DataFrame, Column]:
+    """The lines with COMMON_CASE (`reading`, a `jvm_reading`), and what the Spark SQL parser is to parse
+    (`parse_json`'s `message`): NULL for a message the JVM function took."""
+    return lines.withColumn(COMMON_CASE, reading), F.when(F.col(COMMON_CASE).isNull(), F.col("text"))
+
+
+def common_case_columns(common: Column, passed: Sequence[str]) -> dict[str, Column]:
+    """The `spliced` columns every JVM reader gives alike: a data change without a reject reason or DDL, its
+    columns zipped from the reader's `names` and `types`, and the fields `passed` on as the reader gives them."""
+    return {
+        **{name: common[name] for name in passed},
+        "kind": F.lit(C.DATA),
+        "columns": F.arrays_zip(common["names"].alias("name"), common["types"].alias("type")),
+        "ddl": F.lit(None),
+        REJECT_REASON: F.lit(None),
+    }
 
 
 def spliced(finished: DataFrame, common: Mapping[str, Column]) -> DataFrame:

@@ -23,8 +23,6 @@ added to every Oracle row as a STRING column).
 
 from __future__ import annotations
 
-import json
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -33,13 +31,13 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats.common import (
     COMMON_CASE,
-    REJECT_REASON,
     OpTable,
     ValueType,
     WireFields,
     checked_base64,
     checked_cast,
     checked_date,
+    common_case_columns,
     configured_converters,
     converters_of,
     declare,
@@ -48,12 +46,14 @@ from lakeloader.parse.formats.common import (
     finish,
     fixed_types,
     integer_text,
+    jvm_reading,
     keep_text,
     number_text,
     parse_json,
     spark_type_converters,
     spliced,
     with_canonical_images,
+    with_common_case,
     with_configured_types,
 )
 from lakeloader.spark import DATAWORKS_MESSAGE
@@ -167,8 +167,7 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     (tests/spark/test_format_dataworks_common_case.py)."""
     message = None
     if common_case:
-        lines = lines.withColumn(COMMON_CASE, read_common_case(lines, source))
-        message = F.when(F.col(COMMON_CASE).isNull(), F.col("text"))
+        lines, message = with_common_case(lines, read_common_case(lines, source))
     frame = parse_json(lines, MESSAGE_SCHEMA, message)
     payload, schema = F.col("j.payload"), F.col("j.schema")
     op = payload["op"]
@@ -209,21 +208,16 @@ def read_common_case(lines: DataFrame, source: SourceConfig) -> Column:
         "data_ops": dict(OPS.data),
         "row_ids": [ROW_ID_COLUMN, ORACLE_ROW_ID_COLUMN],  # as `_primary_key` tries them
     }
-    return F.call_function(DATAWORKS_MESSAGE, F.col("text"), F.lit(json.dumps(settings, sort_keys=True)))
+    return jvm_reading(DATAWORKS_MESSAGE, settings)
 
 
 def _from_common_case(common: Column) -> dict[str, Column]:
     """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
     passes a field on as sent (the sequence, the event time)."""
-    return {
-        **{name: common[name] for name in ("raw_op", "op", "db", "schema_name", "table", "before", "after")},
-        "kind": F.lit(C.DATA),
-        "primary_key": common["primary_key"],
-        "columns": F.arrays_zip(common["names"].alias("name"), common["types"].alias("type")),
-        "ddl": F.lit(None),
+    passed = ("raw_op", "op", "db", "schema_name", "table", "before", "after", "primary_key")
+    return common_case_columns(common, passed) | {
         "seq": integer_text(common["seq"]),
         "event_time": _event_time(common["event_time"]),
-        REJECT_REASON: F.lit(None),
     }
 
 

@@ -30,7 +30,6 @@ DefaultExtendColumnType (`formats.oms_extend`) is this format plus `__light_type
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 
 from pyspark.sql import Column, DataFrame
@@ -42,10 +41,10 @@ from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import ob_types
 from lakeloader.parse.formats.common import (
     COMMON_CASE,
-    REJECT_REASON,
     Converter,
     OpTable,
     WireFields,
+    common_case_columns,
     configured_converters,
     configured_types,
     declare_names,
@@ -53,10 +52,12 @@ from lakeloader.parse.formats.common import (
     finish,
     image_names,
     integer_text,
+    jvm_reading,
     parse_json,
     spark_typed,
     spliced,
     with_canonical_images,
+    with_common_case,
     with_configured_types,
 )
 from lakeloader.spark import OMS_MESSAGE
@@ -116,8 +117,8 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
 
     if not common_case:
         return build(lines, declaration)
-    lines = lines.withColumn(COMMON_CASE, read_common_case(source))
-    finished = build(lines, declaration, message=F.when(F.col(COMMON_CASE).isNull(), F.col("text")))
+    lines, message = with_common_case(lines, read_common_case(source))
+    finished = build(lines, declaration, message=message)
     return spliced(finished, _from_common_case(F.col(COMMON_CASE)))
 
 
@@ -130,22 +131,17 @@ def read_common_case(source: SourceConfig) -> Column:
         "data_ops": dict(OPS.data),
         "key_separator": KEY_SEPARATOR,
     }
-    return F.call_function(OMS_MESSAGE, F.col("text"), F.lit(json.dumps(settings, sort_keys=True)))
+    return jvm_reading(OMS_MESSAGE, settings)
 
 
 def _from_common_case(common: Column) -> dict[str, Column]:
     """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
     passes a field on as sent (the time, the sequence)."""
     time_text = _time_text(common["timestamp"], common["checkpoint"])
-    return {
-        **{name: common[name] for name in ("raw_op", "op", "db", "table", "before", "after", "primary_key")},
-        "kind": F.lit(C.DATA),
-        "columns": F.arrays_zip(common["names"].alias("name"), common["types"].alias("type")),
-        "ddl": F.lit(None),
+    return common_case_columns(common, ("raw_op", "op", "db", "table", "before", "after", "primary_key")) | {
         "seq": _seq(time_text),
         "seq2": F.coalesce(integer_text(common["store_sequence"]), F.lit(0)),
         "event_time": _event_time(time_text),
-        REJECT_REASON: F.lit(None),
     }
 
 

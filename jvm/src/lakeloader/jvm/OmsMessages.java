@@ -148,7 +148,7 @@ public final class OmsMessages implements UDF2<String, String, Row> {
         String[] key = primaryKey(m.primaryKey, settings.keySeparator());
         if (key != null) {
             for (String column : key) {
-                if (keyed == null || keyed.get(column) == null) { // absent (or named by case only) or NULL
+                if (keyed.get(column) == null) { // absent (or named by case only) or NULL
                     throw NotCommon.INSTANCE;
                 }
             }
