@@ -7,7 +7,7 @@ import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from pyspark import SparkConf, SparkContext
+from pyspark import SparkConf, SparkContext, StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import types as T
 
@@ -30,6 +30,12 @@ DEFAULTS = {
     "spark.sql.maxConcurrentOutputFileWriters": "8",
 }
 
+# How the jobs cache a frame they read more than once: in the executors' memory, deserialized, else on their disks.
+# PySpark's MEMORY_AND_DISK is the serialized level (Scala's is not): each read of such a cache deserializes every
+# batch of every partition before any filter (apply's reads of one table each: 8.1-9.0 s -> 4.1 for a million
+# changes, docs/performance.md). The level `DataFrame.cache()` uses.
+CACHED = StorageLevel.MEMORY_AND_DISK_DESER
+
 # The project's JVM functions (jvm/src), registered in every session by `spark_session`: SQL name -> (class, the
 # type it returns).
 EXACT_NUMBERS = "lakeloader_exact_numbers"  # JSON text with its numbers quoted (lakeloader.parse.formats.common)
@@ -37,6 +43,8 @@ EXACT_NUMBERS = "lakeloader_exact_numbers"  # JSON text with its numbers quoted 
 REPEATED_NAME = "lakeloader_repeated_name"
 # a message's bytes -> hex of its first control character JSON forbids unescaped (lakeloader.parse.framing)
 FIRST_CONTROL_CHARACTER = "lakeloader_first_control_character"
+# a message's bytes -> whether they are valid UTF-8, as `is_valid_utf8` decides, faster on ASCII (parse.framing)
+VALID_UTF8 = "lakeloader_valid_utf8"
 # a DTS Avro line -> DTS_DECODED: its flat record of exact text, or why it is no record (parse.formats.dts_avro)
 DTS_RECORD = "lakeloader_dts_record"
 _S, _I = T.StringType(), T.IntegerType()
@@ -94,6 +102,7 @@ JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     EXACT_NUMBERS: ("lakeloader.jvm.ExactNumbers", T.StringType()),
     REPEATED_NAME: ("lakeloader.jvm.RepeatedNames", T.StringType()),
     FIRST_CONTROL_CHARACTER: ("lakeloader.jvm.FirstControlCharacter", T.StringType()),
+    VALID_UTF8: ("lakeloader.jvm.ValidUtf8", T.BooleanType()),
     DTS_RECORD: ("lakeloader.jvm.DtsRecords", DTS_DECODED),
     DATAWORKS_MESSAGE: ("lakeloader.jvm.DataWorksMessages", DATAWORKS_COMMON_CASE),
     OMS_MESSAGE: ("lakeloader.jvm.OmsMessages", OMS_COMMON_CASE),

@@ -9,7 +9,7 @@ import random
 from pyspark.sql import functions as F
 
 from lakeloader.parse.formats.common import exact_numbers
-from lakeloader.spark import FIRST_CONTROL_CHARACTER, JVM_FUNCTIONS, REPEATED_NAME
+from lakeloader.spark import FIRST_CONTROL_CHARACTER, JVM_FUNCTIONS, REPEATED_NAME, VALID_UTF8
 
 # The regular expression that quoted the numbers before ExactNumbers did (5-7 times slower). Each match consumes,
 # possessively, everything up to the next number (whole string tokens included), then the number, which the
@@ -69,6 +69,44 @@ def test_the_jvm_control_character_equals_the_regular_expression_it_replaced_on_
     assert differ == []
     counts = found.groupBy(F.col("jvm").isNull().alias("none")).count().collect()
     assert all(row["count"] > 1_000 for row in counts) and len(counts) == 2  # both outcomes well represented
+
+
+# bytes of valid characters of every length, and every kind of invalid sequence: a lone continuation byte, a lead
+# byte cut short or followed by ASCII, overlong forms, UTF-16 surrogates, code points above U+10FFFF, bytes UTF-8
+# never uses
+_BYTE_PIECES = [
+    b"a",
+    b"{",
+    b"\x00",
+    "é".encode(),
+    "€".encode(),
+    "😀".encode(),
+    b"\x80",
+    b"\xbf",
+    b"\xc3",
+    b"\xe2\x82",
+    b"\xf0\x9f\x98",
+    b"\xc0\xaf",
+    b"\xe0\x80\xaf",
+    b"\xed\xa0\x80",
+    b"\xf4\x90\x80\x80",
+    b"\xf8\x88\x80\x80\x80",
+    b"\xfe",
+    b"\xff",
+]
+
+
+def test_the_jvm_utf8_check_equals_sparks_is_valid_utf8_on_random_bytes(spark):
+    rng = random.Random(29)
+    ascii_only = [bytes(rng.choices(range(0x80), k=rng.randint(0, 60))) for _ in range(2_000)]
+    mixed = [b"".join(rng.choices(_BYTE_PIECES, k=rng.randint(0, 6))) for _ in range(20_000)]
+    frame = spark.createDataFrame([(b,) for b in [*ascii_only, *mixed, None]], "v binary")
+    checked = frame.select(
+        F.call_function(VALID_UTF8, "v").alias("jvm"), F.is_valid_utf8(F.col("v").cast("string")).alias("spark")
+    )
+    assert checked.where(~F.col("jvm").eqNullSafe(F.col("spark"))).limit(5).collect() == []
+    counts = {row["jvm"]: row["count"] for row in checked.groupBy("jvm").count().collect()}
+    assert counts[None] == 1 and counts[True] > 5_000 and counts[False] > 5_000  # both outcomes well represented
 
 
 def test_a_repeated_name_is_found_in_any_object_as_json_reads_names(spark):

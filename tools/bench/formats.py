@@ -16,12 +16,11 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
-from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakeloader.apply.key_actions import batch_tables, key_actions, with_order
-from lakeloader.apply.step import read_bronze, with_segments
+from lakeloader.apply.step import cached_for_reads_by_table, read_bronze, with_segments
 from lakeloader.core.config import SourceConfig
 from lakeloader.core.storage import open_store, spark_path
 from lakeloader.land.step import land_hour
@@ -99,10 +98,9 @@ def _measure(spark: SparkSession, probe: Probe, fmt: str, n: int, workdir: Path)
     with probe.phase(f"{SHAPES}: {fmt}", messages) as shapes_phase:
         shapes = batch_tables(data, {}).shapes
     with probe.phase(f"{ORDER}: {fmt}", messages) as order:
-        actions = key_actions(data, shapes, fmt)
-        actions = actions.persist(StorageLevel.MEMORY_AND_DISK)
+        cached, actions = cached_for_reads_by_table(key_actions(data, shapes, fmt))
         order.details["actions"] = actions.count()
-        actions.unpersist()
+        cached.unpersist()
     with probe.phase(f"{TEXTBOOK_ORDER}: {fmt}", messages) as textbook_order:
         textbook_order.details["actions"] = textbook_dedupe(read_bronze(spark, store, source.name, HOUR), ("id",))
     return {

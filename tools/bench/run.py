@@ -18,12 +18,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakeloader.apply.key_actions import batch_tables, key_actions, with_order
-from lakeloader.apply.step import read_bronze, run_apply, silver_uri, typed_change_set, with_segments
+from lakeloader.apply.step import (
+    cached_for_reads_by_table,
+    read_bronze,
+    run_apply,
+    silver_uri,
+    typed_change_set,
+    with_segments,
+)
 from lakeloader.core.storage import Store, open_store, spark_path
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.land.step import land_hour
@@ -148,15 +154,14 @@ def order_and_collect(spark: SparkSession, probe: Probe, store: Store, hour: dat
     data = with_order(data, "dataworks_json")  # the bench source (workspace.py)
     with probe.phase(ORDER, changes) as record:
         shapes = batch_tables(data, {}).shapes
-        actions = key_actions(data, shapes, "dataworks_json")
-        actions = actions.persist(StorageLevel.MEMORY_AND_DISK)
+        cached, actions = cached_for_reads_by_table(key_actions(data, shapes, "dataworks_json"))
         record.details["actions"] = actions.count()
     try:
         loaded_at = datetime.now(UTC)
         with probe.phase(TO_ARROW, changes):
             return [(s, typed_change_set(actions, s, loaded_at).toArrow()) for s in shapes]
     finally:
-        actions.unpersist()
+        cached.unpersist()
 
 
 def _apply_totals(report: dict) -> dict:

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -22,6 +21,7 @@ from pyspark.sql import types as T
 from lakeloader.core.storage import spark_path
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import canal, dataworks, dataworks_v2, debezium, oms_default, shareplex
+from lakeloader.spark import CACHED
 
 STRING_MAP = T.MapType(T.StringType(), T.StringType())
 
@@ -62,7 +62,7 @@ def textbook_dedupe(bronze: DataFrame, key: tuple[str, ...]) -> int:
     keys = [F.coalesce(F.col("after")[k], F.col("before")[k]).alias(f"_key_{k}") for k in key]
     keyed = data.select("*", *keys)
     last = Window.partitionBy("db", "table", *[f"_key_{k}" for k in key]).orderBy(F.desc("seq"), F.desc("seq2"))
-    kept = keyed.withColumn("_n", F.row_number().over(last)).where("_n = 1").persist(StorageLevel.MEMORY_AND_DISK)
+    kept = keyed.withColumn("_n", F.row_number().over(last)).where("_n = 1").persist(CACHED)
     try:
         return kept.count()
     finally:

@@ -571,9 +571,9 @@ class SparkChangeSet:
         """Persisted in the executors (memory, else their disks) at its first use (the counts that follow): the
         counts, the merge and the tombstones read the same rows, also though the merge changes the tables the
         change set was read against (tombstones, a multiset's own table)."""
-        from pyspark import StorageLevel
+        from lakeloader.spark import CACHED
 
-        return SparkChangeSet(self.frame.persist(StorageLevel.MEMORY_AND_DISK), cached=True)
+        return SparkChangeSet(self.frame.persist(CACHED), cached=True)
 
     def release(self) -> None:
         if self._cached:
@@ -586,12 +586,13 @@ def _spark_chunks(
     """The `count` rejected changes (with their flag columns, `labels`: flag, text|cast, column name) as Arrow
     chunks of about `REJECTED_CHUNK_ROWS`: the changes are spread over the chunks by a hash of `spread` (key and
     origin), and computed once for all chunks when there is more than one."""
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
+
+    from lakeloader.spark import CACHED
 
     chunks = -(-count // REJECTED_CHUNK_ROWS)
     if chunks > 1:
-        rejected = rejected.persist(StorageLevel.MEMORY_AND_DISK)
+        rejected = rejected.persist(CACHED)
     bucket = F.pmod(F.xxhash64(*spread), F.lit(chunks))
     try:
         for chunk in range(chunks):

@@ -23,7 +23,6 @@ from typing import Any, TypedDict
 from urllib.parse import unquote
 
 import pyarrow as pa
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -43,7 +42,7 @@ from lakeloader.land.step import raw_files, read_manifest
 from lakeloader.parse import canonical as C
 from lakeloader.parse.framing import read_messages
 from lakeloader.parse.step import EXCLUDED, OUTCOME, QUARANTINED, classify
-from lakeloader.spark import read_parquet_dir
+from lakeloader.spark import CACHED, read_parquet_dir
 
 SAMPLE_SIZE = 20
 # when apply wrote a row differs between a replay and the original run; the rest only steer the writer
@@ -77,9 +76,9 @@ def account_hour(spark: SparkSession, source: SourceConfig, hour: datetime, lake
         else:
             present.append(entry)
 
-    messages = read_messages(spark, raw_files(lake, present), source, hour_text).persist(StorageLevel.MEMORY_AND_DISK)
+    messages = read_messages(spark, raw_files(lake, present), source, hour_text).persist(CACHED)
     try:
-        statuses = _line_statuses(spark, messages, source, hour, lake).persist(StorageLevel.MEMORY_AND_DISK)
+        statuses = _line_statuses(spark, messages, source, hour, lake).persist(CACHED)
         try:
             by_file = _counts_by_file(statuses)
             unaccounted = statuses.where(F.col("status") == UNACCOUNTED).select("origin_file", "origin_line")
@@ -272,7 +271,7 @@ def _differing_keys(expected: DataFrame, actual: DataFrame, key: list[str], colu
         F.struct(*[F.coalesce(col(k, "e"), col(k, "a")).cast("string").alias(k) for k in key]).alias("key"),
         problem.alias("problem"),
     )
-    differing = differing.persist(StorageLevel.MEMORY_AND_DISK)
+    differing = differing.persist(CACHED)
     try:
         count = differing.count()
         sample = [

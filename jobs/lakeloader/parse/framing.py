@@ -59,7 +59,7 @@ from lakeloader.land.step import RawFiles
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats.common import MESSAGE_BYTES, REJECT_REASON, TOMBSTONE, UNWRAP_ERROR, base64_text
 from lakeloader.parse.numbered_lines import export_name, file_keys, read_numbered_lines
-from lakeloader.spark import FIRST_CONTROL_CHARACTER
+from lakeloader.spark import FIRST_CONTROL_CHARACTER, VALID_UTF8
 
 LINES, CONCATENATED, KCAT = "lines", "concatenated", "kcat"
 LENGTH_PREFIXED_SUFFIXES = (".bin", ".bin" + GZIP_SUFFIX)
@@ -164,13 +164,13 @@ def guarded(messages: DataFrame, max_bytes: int, json_text: bool = True) -> Data
     text = F.col("text")
     size = F.octet_length(text)  # the UTF8String's byte count: no decoding, no copy
     too_large = size > max_bytes
+    valid = utf8(text.cast("binary"))
     problem = F.when(too_large, F.format_string(TOO_LARGE.replace("{}", "%d"), size, F.lit(max_bytes))).when(
-        ~F.is_valid_utf8(text), F.lit(NOT_UTF8)
+        ~valid, F.lit(NOT_UTF8)
     )
     if json_text:
         control = F.call_function(FIRST_CONTROL_CHARACTER, text.cast("binary"))  # a byte scan in the JVM
         problem = problem.when(control.isNotNull(), F.format_string(CONTROL_CHARACTER.replace("{}", "%s"), control))
-    valid = F.is_valid_utf8(text)
     return messages.withColumns(
         {
             UNWRAP_ERROR: F.coalesce(F.col(UNWRAP_ERROR), problem),
@@ -274,8 +274,9 @@ def kcat_messages(lines: DataFrame, decode_base64: bool) -> DataFrame:
 
 
 def utf8(data: Column) -> Column:
-    """Whether bytes are valid UTF-8 (Spark's decode would put U+FFFD in place of a bad sequence)."""
-    return F.is_valid_utf8(data.cast("string"))
+    """Whether bytes are valid UTF-8 (Spark's decode would put U+FFFD in place of a bad sequence): Spark's
+    `is_valid_utf8`, but with a byte scan in the JVM first for the common case of ASCII text."""
+    return F.call_function(VALID_UTF8, data)
 
 
 def length_prefixed_messages(

@@ -87,6 +87,23 @@ class ParseReport(TypedDict):
     quarantine_reasons: dict[str, int]
 
 
+# Parquet columns of the staged rows whose values rarely repeat (image values, sequences, times, lines): written
+# without a dictionary, which Parquet otherwise fills for each of them until it is too large and then drops
+# (a million-change hour: the parse 0.7-1.0 s faster, bronze no larger)
+PLAIN_ENCODED = {
+    f"parquet.enable.dictionary#{column}": "false"
+    for column in (
+        "before.key_value.value",
+        "after.key_value.value",
+        "seq",
+        "seq2",
+        "event_time",
+        "origin_line",
+        "origin_offset",
+    )
+}
+
+
 @writes_source("parse")
 def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: Store | None = None) -> ParseReport:
     """Parse the hour's manifest into bronze and quarantine; returns (and records) the counts.
@@ -103,7 +120,9 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
     lake.delete_tree(scratch)
     try:
         rows = staged_rows(classify(messages, source))
-        rows.write.mode("overwrite").partitionBy(DESTINATION).parquet(spark_path(lake.child(scratch)))
+        rows.write.mode("overwrite").options(**PLAIN_ENCODED).partitionBy(DESTINATION).parquet(
+            spark_path(lake.child(scratch))
+        )
         staged = spark.read.schema(rows.schema).parquet(spark_path(lake.child(scratch)))
         report = _report(staged, source.name, hour_text, len(manifest))
         _publish_bronze(lake, f"{scratch}/{DESTINATION}={BRONZE}", zones.bronze_changes_dir(source.name, hour))
