@@ -32,7 +32,7 @@ DEFAULTS = {
 
 # How the jobs cache a frame they read more than once: in the executors' memory, deserialized, else on their disks.
 # PySpark's MEMORY_AND_DISK is the serialized level (Scala's is not): each read of such a cache deserializes every
-# batch of every partition before any filter (apply's reads of one table each: 8.1-9.0 s -> 4.1 for a million
+# batch of every partition before any filter (apply's reads of one table each: 8.1-9.0 s -> 4.1-5.2 for a million
 # changes, docs/performance.md). The level `DataFrame.cache()` uses.
 CACHED = StorageLevel.MEMORY_AND_DISK_DESER
 
