@@ -98,6 +98,17 @@ OMS_COMMON_CASE = T.StructType(
     ]
 )
 
+# a DataHub TUPLE JSON line and the source's settings (JSON) -> DATAHUB_COMMON_CASE: the common case's fields, or NULL
+# for any other line, which takes the Spark SQL parser (lakeloader.parse.formats.datahub_tuple)
+DATAHUB_ROW = "lakeloader_datahub_row"
+DATAHUB_COMMON_CASE = T.StructType(
+    [
+        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table", "seq", "execute_time")],
+        *[T.StructField(name, _IMAGE) for name in ("before", "after")],
+        *[T.StructField(name, _STRINGS) for name in ("primary_key", "names", "types")],
+    ]
+)
+
 JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     EXACT_NUMBERS: ("lakeloader.jvm.ExactNumbers", T.StringType()),
     REPEATED_NAME: ("lakeloader.jvm.RepeatedNames", T.StringType()),
@@ -106,6 +117,7 @@ JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     DTS_RECORD: ("lakeloader.jvm.DtsRecords", DTS_DECODED),
     DATAWORKS_MESSAGE: ("lakeloader.jvm.DataWorksMessages", DATAWORKS_COMMON_CASE),
     OMS_MESSAGE: ("lakeloader.jvm.OmsMessages", OMS_COMMON_CASE),
+    DATAHUB_ROW: ("lakeloader.jvm.DataHubRows", DATAHUB_COMMON_CASE),
 }
 
 

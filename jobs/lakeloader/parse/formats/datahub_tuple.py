@@ -35,22 +35,28 @@ from pyspark.sql import types as T
 from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats.common import (
+    COMMON_CASE,
     WireFields,
     checked_date,
+    common_case_columns,
     configured_map,
     configured_types,
     declare_names,
     finish,
     integer_text,
+    jvm_reading,
     let,
     listing,
     parse_json,
     qualified,
     spark_type_converters,
     spark_typed,
+    spliced,
     timestamp_text,
     with_canonical_images,
+    with_common_case,
 )
+from lakeloader.spark import DATAHUB_ROW
 
 SEQUENCE, OPERATION, EXECUTE_TIME = "_sequence_id_", "_operation_type_", "_excute_time_"
 SOURCE_TABLE, BEFORE_IMAGE, AFTER_IMAGE = "_source_table_", "_before_image_", "_after_image_"
@@ -77,9 +83,52 @@ _CSV_FIELD = r'"[^"]*+(?:""[^"]*+)*+"|[^,"]*+'
 _CSV_LINE = f"^(?:{_CSV_FIELD})(?:,(?:{_CSV_FIELD}))*+$"
 
 
-def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
-    """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine."""
-    frame = _rows(lines)
+def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
+    """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine.
+
+    The common case (a JSON line whose op and flags fit, every value a string or a number plainly of its column's
+    type) is read by a JVM function in one pass (`read_common_case`); every other line, or every line without
+    `common_case`, by the Spark SQL expressions of `_parsed`, the reference that function is held to
+    (tests/spark/test_format_datahub_common_case.py)."""
+    if not common_case:
+        return _parsed(lines, source)
+    lines, message = with_common_case(lines, read_common_case(source))
+    return spliced(_parsed(lines, source, message), _from_common_case(F.col(COMMON_CASE)))
+
+
+def read_common_case(source: SourceConfig) -> Column:
+    """Each JSON line as lakeloader/jvm/DataHubRows.java reads it: the common case's fields
+    (`lakeloader.spark.DATAHUB_COMMON_CASE`), NULL for any other line and for CSV lines. It is given the source's
+    settings and this module's metadata columns and row ops, so that they are written once."""
+    settings = {
+        "column_types": source.column_types,
+        "primary_keys": source.primary_keys,
+        "db": source.db,
+        "metadata": METADATA,
+        "sequence": SEQUENCE,
+        "operation": OPERATION,
+        "execute_time": EXECUTE_TIME,
+        "source_table": SOURCE_TABLE,
+        "before_image": BEFORE_IMAGE,
+        "after_image": AFTER_IMAGE,
+        "row_ops": [[*flags, op] for flags, op in ROW_OPS.items()],
+        "before_ops": [C.UPDATE_BEFORE, C.DELETE],
+    }
+    return F.when(~_is_csv(), jvm_reading(DATAHUB_ROW, settings))
+
+
+def _from_common_case(common: Column) -> dict[str, Column]:
+    """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
+    passes a field on as sent (the sequence id, the execute time)."""
+    return common_case_columns(common, ("raw_op", "op", "db", "table", "before", "after", "primary_key")) | {
+        "seq": integer_text(common["seq"]),
+        "event_time": _execute_time(common["execute_time"]),
+    }
+
+
+def _parsed(lines: DataFrame, source: SourceConfig, message: Column | None = None) -> DataFrame:
+    """The Spark SQL parse of every line (`message`: what to parse when not each line's text, `parse_json`)."""
+    frame = _rows(lines, message)
     row = F.col("row")
     op_type, before_flag, after_flag = row[OPERATION], row[BEFORE_IMAGE], row[AFTER_IMAGE]
     is_header = F.col("is_header")
@@ -115,10 +164,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         F.element_at(configured_map(source.primary_keys, "array<string>"), qualified(db, table)).alias("primary_key"),
         integer_text(row[SEQUENCE]).alias("seq"),
         excute_time.alias("raw_event_time"),
-        F.coalesce(
-            F.when(excute_time.rlike(r"^-?[0-9]+$"), F.timestamp_millis(excute_time.try_cast("bigint"))),
-            F.when(~excute_time.rlike(r"^-?[0-9]+$"), excute_time.try_cast("timestamp")),
-        ).alias("event_time"),
+        _execute_time(excute_time).alias("event_time"),
     )
     converters = spark_type_converters(timestamp=_datahub_timestamp, timestamp_ntz=_datahub_datetime)
     converters["date"] = _datahub_date
@@ -138,17 +184,31 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     )
 
 
-def _rows(lines: DataFrame) -> DataFrame:
+def _execute_time(excute_time: Column) -> Column:
+    """The change's time: epoch milliseconds, or timestamp text."""
+    return F.coalesce(
+        F.when(excute_time.rlike(r"^-?[0-9]+$"), F.timestamp_millis(excute_time.try_cast("bigint"))),
+        F.when(~excute_time.rlike(r"^-?[0-9]+$"), excute_time.try_cast("timestamp")),
+    )
+
+
+def _is_csv() -> Column:
+    """Whether the line is from a CSV export file (its name ends in .csv, optionally with a compression suffix)."""
+    return F.lower("origin_file").rlike(r"\.csv(\.[a-z0-9]+)?$")
+
+
+def _rows(lines: DataFrame, message: Column | None) -> DataFrame:
     """Each line as `row` (map column -> value text), with `is_header` and `envelope_error`: JSON lines
-    parsed as objects, CSV lines zipped with their file's header (parsed once per file)."""
-    is_csv = F.lower("origin_file").rlike(r"\.csv(\.[a-z0-9]+)?$")
+    parsed as objects (`message`, `parse_json`), CSV lines zipped with their file's header (parsed once per
+    file)."""
+    is_csv = _is_csv()
     headers = lines.where(is_csv & (F.col("origin_line") == 1)).select(
         F.col("origin_file").alias("header_file"),
         let(
             _csv_fields(F.col("text")), lambda names: F.struct(names.alias("names"), _header_problem("text", names))
         ).alias("header"),
     )
-    frame = parse_json(lines, T.MapType(T.StringType(), T.StringType()))
+    frame = parse_json(lines, T.MapType(T.StringType(), T.StringType()), message)
     frame = frame.join(F.broadcast(headers), frame["origin_file"] == headers["header_file"], "left")
     is_header = is_csv & (F.col("origin_line") == 1)
     names, header_problem = F.col("header.names"), F.col("header.problem")

@@ -151,26 +151,32 @@ final class CommonCase {
     }
 
     /**
-     * An object of scalars as [name, value text, token kind] in order (kind: null, string, int, float, boolean);
-     * NULL for null. A value that is an object or an array is not the common case.
+     * An object of scalars as [name, value text, token kind] in order (`entry`); NULL for null. A value that is an
+     * object or an array is not the common case.
      */
     static List<String[]> image(JsonParser p, JsonToken token) throws IOException, NotCommon {
         if (token == JsonToken.VALUE_NULL) {
             return null;
         }
         List<String[]> image = new ArrayList<>();
-        fields(p, token, (name, v) -> {
-            String kind = switch (v) {
-                case VALUE_NULL -> "null";
-                case VALUE_STRING -> "string";
-                case VALUE_NUMBER_INT -> "int";
-                case VALUE_NUMBER_FLOAT -> "float";
-                case VALUE_TRUE, VALUE_FALSE -> "boolean";
-                default -> throw NotCommon.INSTANCE;
-            };
-            image.add(new String[] {name, v == JsonToken.VALUE_NULL ? null : p.getText(), kind});
-        });
+        fields(p, token, (name, v) -> image.add(entry(p, name, v)));
         return image;
+    }
+
+    /**
+     * A scalar field (`v` its token) as [name, value text, token kind] (kind: null, string, int, float, boolean);
+     * an object or an array is not the common case.
+     */
+    static String[] entry(JsonParser p, String name, JsonToken v) throws IOException, NotCommon {
+        String kind = switch (v) {
+            case VALUE_NULL -> "null";
+            case VALUE_STRING -> "string";
+            case VALUE_NUMBER_INT -> "int";
+            case VALUE_NUMBER_FLOAT -> "float";
+            case VALUE_TRUE, VALUE_FALSE -> "boolean";
+            default -> throw NotCommon.INSTANCE;
+        };
+        return new String[] {name, v == JsonToken.VALUE_NULL ? null : p.getText(), kind};
     }
 
     /** Whether the text is what common.integer_text reads as a number: \\s*-?[0-9]{1,38}\\s* (Java's \\s). */

@@ -9,7 +9,6 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -29,11 +28,10 @@ import org.apache.spark.sql.api.java.UDF2;
  * the op as sent and canonical, the names, the timestamp, checkpoint and storeDataSequence as sent (the parser's
  * own expressions read them), the images as canonical text (a string column's value is its text, a number's the
  * digits it was sent with), the key and the columns with their Spark types. A message is taken only when every
- * check of that parser passes and every value's canonical text is itself: a string or number for an unconfigured
- * (string) or string column, a JSON number for a double or float, an integer (a JSON integer, or a string of
- * ASCII digits) in range for the integer types. Anything else (DDL, heartbeats, a missing image, a key column
- * missing or NULL, a time or sequence that is no number, a boolean or a structure among the values, a repeated
- * name, a configured type of another family) returns NULL, so this class never decides a rejection. The names the framing refuses are its to check, as for every parser's rows.
+ * check of that parser passes and every value's canonical text is itself (ConfiguredImages). Anything else (DDL,
+ * heartbeats, a missing image, a key column missing or NULL, a time or sequence that is no number, a boolean or a
+ * structure among the values, a repeated name, a configured type of another family) returns NULL, so this class
+ * never decides a rejection. The names the framing refuses are its to check, as for every parser's rows.
  * tests/spark/test_format_oms_common_case.py holds its rows equal to the Spark SQL parser's.
  *
  * <p>The second argument is the parser's settings as JSON: {"column_types": {"db.table": {"column": "spark type"}}
@@ -46,24 +44,6 @@ public final class OmsMessages implements UDF2<String, String, Row> {
 
     /** oms_default's reading of the seconds in a time field: the same pattern, found as Spark finds it. */
     private static final Pattern SECONDS = Pattern.compile("^(-?[0-9]+)(\\.[0-9]*)?$");
-
-    /** The Spark type families a configured column may have here, with their ranges (NULL: not an integer). */
-    private static final Map<String, long[]> FAMILIES = new HashMap<>();
-
-    static {
-        FAMILIES.put("string", null);
-        FAMILIES.put("double", null);
-        FAMILIES.put("float", null);
-        FAMILIES.put("tinyint", new long[] {Byte.MIN_VALUE, Byte.MAX_VALUE});
-        FAMILIES.put("smallint", new long[] {Short.MIN_VALUE, Short.MAX_VALUE});
-        FAMILIES.put("int", new long[] {Integer.MIN_VALUE, Integer.MAX_VALUE});
-        FAMILIES.put("bigint", new long[] {Long.MIN_VALUE, Long.MAX_VALUE});
-    }
-
-    /** common.TYPE_FAMILY, as Spark finds it. */
-    private static final Pattern FAMILY = Pattern.compile("^([a-z_]+)");
-
-    private static final Pattern INTEGER = Pattern.compile("-?[0-9]{1,19}");
 
     private record Config(
             Map<String, Map<String, String>> columnTypes, Map<String, String> dataOps, String keySeparator) {}
@@ -139,27 +119,17 @@ public final class OmsMessages implements UDF2<String, String, Row> {
             throw NotCommon.INSTANCE;
         }
         Map<String, String> types = settings.columnTypes().getOrDefault(m.db + "." + m.table, Map.of());
-        Map<String, String> before = canonical(m.before, types);
-        Map<String, String> after = canonical(m.after, types);
+        Map<String, String> before = ConfiguredImages.canonical(m.before, types);
+        Map<String, String> after = ConfiguredImages.canonical(m.after, types);
         if (before != null && after != null && !List.copyOf(before.keySet()).equals(List.copyOf(after.keySet()))) {
             throw NotCommon.INSTANCE; // the parser joins two images' different names
         }
         Map<String, String> keyed = after != null ? after : before;
         String[] key = primaryKey(m.primaryKey, settings.keySeparator());
-        if (key != null) {
-            for (String column : key) {
-                if (keyed.get(column) == null) { // absent (or named by case only) or NULL
-                    throw NotCommon.INSTANCE;
-                }
-            }
-        }
+        ConfiguredImages.requireKey(key, keyed);
         String[] names = keyed.keySet().toArray(new String[0]);
-        String[] columnTypes = new String[names.length];
-        for (int i = 0; i < names.length; i++) {
-            columnTypes[i] = types.getOrDefault(names[i], "string");
-        }
         return RowFactory.create(m.op, op, m.db, m.table, m.timestamp, m.checkpoint, m.storeSequence, before, after,
-                key, names, columnTypes);
+                key, names, ConfiguredImages.columnTypes(names, types));
     }
 
     /**
@@ -176,51 +146,6 @@ public final class OmsMessages implements UDF2<String, String, Row> {
         }
         Matcher seconds = SECONDS.matcher(time);
         return seconds.find() && CommonCase.isSequence(seconds.group(1));
-    }
-
-    /** An image as canonical text, where every value's is its own text (its column's type: `types`, or string). */
-    private static Map<String, String> canonical(List<String[]> image, Map<String, String> types) throws NotCommon {
-        if (image == null) {
-            return null;
-        }
-        Map<String, String> values = new LinkedHashMap<>(image.size() * 2);
-        for (String[] value : image) {
-            String kind = value[2];
-            if (kind.equals("boolean") || (!kind.equals("null") && !isOwnText(value[1], kind, types.get(value[0])))) {
-                throw NotCommon.INSTANCE;
-            }
-            values.put(value[0], value[1]);
-        }
-        return values;
-    }
-
-    /** Whether a value (a string or number's text) is its own canonical text in a column of the configured type. */
-    private static boolean isOwnText(String text, String kind, String type) {
-        if (type == null) {
-            return true; // a string column
-        }
-        Matcher family = FAMILY.matcher(type);
-        if (!family.find() || !FAMILIES.containsKey(family.group(1))) {
-            return false;
-        }
-        long[] range = FAMILIES.get(family.group(1));
-        return switch (family.group(1)) {
-            case "string" -> true;
-            case "double", "float" -> kind.equals("int") || kind.equals("float");
-            default -> (kind.equals("int") || kind.equals("string")) && inRange(text, range);
-        };
-    }
-
-    private static boolean inRange(String text, long[] range) {
-        if (!INTEGER.matcher(text).matches()) {
-            return false;
-        }
-        try {
-            long value = Long.parseLong(text);
-            return value >= range[0] && value <= range[1];
-        } catch (NumberFormatException overflow) {
-            return false;
-        }
     }
 
     /** record_primary_key's names (split as Spark's `split` splits them), NULL for none. */

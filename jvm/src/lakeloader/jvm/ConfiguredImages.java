@@ -1,0 +1,112 @@
+package lakeloader.jvm;
+
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import lakeloader.jvm.CommonCase.NotCommon;
+
+/**
+ * The images of a format whose messages carry no types, read by a JVM common-case reader (OmsMessages,
+ * DataHubRows): every column is a string unless the source's `column_types` configures a Spark SQL type for it,
+ * and a message is the common case only where each value's canonical text is its own text, which holds for the
+ * Spark SQL converters of those formats: a string or number for a string (or unconfigured) column, a JSON number
+ * for a double or float, an integer (a JSON integer, or a string of ASCII digits) in range for the integer types.
+ * Any other value, or a configured type of another family (decimal, date, timestamp, boolean, binary), is left to
+ * the format's Spark SQL parser (NotCommon).
+ */
+final class ConfiguredImages {
+    /** The Spark type families a configured column may have here, with their ranges (NULL: not an integer). */
+    private static final Map<String, long[]> FAMILIES = new HashMap<>();
+
+    static {
+        FAMILIES.put("string", null);
+        FAMILIES.put("double", null);
+        FAMILIES.put("float", null);
+        FAMILIES.put("tinyint", new long[] {Byte.MIN_VALUE, Byte.MAX_VALUE});
+        FAMILIES.put("smallint", new long[] {Short.MIN_VALUE, Short.MAX_VALUE});
+        FAMILIES.put("int", new long[] {Integer.MIN_VALUE, Integer.MAX_VALUE});
+        FAMILIES.put("bigint", new long[] {Long.MIN_VALUE, Long.MAX_VALUE});
+    }
+
+    /** common.TYPE_FAMILY, as Spark finds it. */
+    private static final Pattern FAMILY = Pattern.compile("^([a-z_]+)");
+
+    private static final Pattern INTEGER = Pattern.compile("-?[0-9]{1,19}");
+
+    private ConfiguredImages() {}
+
+    /**
+     * An image (CommonCase.image's [name, text, kind] entries) as canonical text, where every value's is its own
+     * text (its column's type: `types`, or string); NULL for no image.
+     */
+    static Map<String, String> canonical(List<String[]> image, Map<String, String> types) throws NotCommon {
+        if (image == null) {
+            return null;
+        }
+        Map<String, String> values = new LinkedHashMap<>(image.size() * 2);
+        for (String[] value : image) {
+            String kind = value[2];
+            if (kind.equals("boolean") || (!kind.equals("null") && !isOwnText(value[1], kind, types.get(value[0])))) {
+                throw NotCommon.INSTANCE;
+            }
+            values.put(value[0], value[1]);
+        }
+        return values;
+    }
+
+    /** The Spark types of an image's columns, in its order (a column not configured is a string). */
+    static String[] columnTypes(String[] names, Map<String, String> types) {
+        String[] columnTypes = new String[names.length];
+        for (int i = 0; i < names.length; i++) {
+            columnTypes[i] = types.getOrDefault(names[i], "string");
+        }
+        return columnTypes;
+    }
+
+    /**
+     * The key's columns must be in the image, named exactly, with a value: else the parser looks for a name
+     * differing by case or rejects the message, which is not the common case.
+     */
+    static void requireKey(String[] key, Map<String, String> image) throws NotCommon {
+        if (key == null) {
+            return;
+        }
+        for (String column : key) {
+            if (image.get(column) == null) {
+                throw NotCommon.INSTANCE;
+            }
+        }
+    }
+
+    /** Whether a value (a string or number's text) is its own canonical text in a column of the configured type. */
+    private static boolean isOwnText(String text, String kind, String type) {
+        if (type == null) {
+            return true; // a string column
+        }
+        Matcher family = FAMILY.matcher(type);
+        if (!family.find() || !FAMILIES.containsKey(family.group(1))) {
+            return false;
+        }
+        long[] range = FAMILIES.get(family.group(1));
+        return switch (family.group(1)) {
+            case "string" -> true;
+            case "double", "float" -> kind.equals("int") || kind.equals("float");
+            default -> (kind.equals("int") || kind.equals("string")) && inRange(text, range);
+        };
+    }
+
+    private static boolean inRange(String text, long[] range) {
+        if (!INTEGER.matcher(text).matches()) {
+            return false;
+        }
+        try {
+            long value = Long.parseLong(text);
+            return value >= range[0] && value <= range[1];
+        } catch (NumberFormatException overflow) {
+            return false;
+        }
+    }
+}
