@@ -72,11 +72,14 @@ def parsed_both_ways(
     fmt: str,
     parse: Parse,
     common_case: Callable[[DataFrame, SourceConfig], Column],
+    name: str = "m.json",
     **settings,
 ) -> tuple[list[dict], list[dict], int]:
     """The parser's rows with and without the JVM function (`parse`'s third argument), and how many messages the
-    function took (`common_case`: its column over the batch's lines)."""
-    path = tmp_path / "m.json"
+    function took (`common_case`: its column over the batch's lines), the lines written to a file `name` (a path
+    under a landed hour's directory)."""
+    path = tmp_path / "hour=05" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     source = source_for(fmt, **settings)
     messages = read_messages(spark, RawFiles([f"file://{path}"]), source, "2026-11-21T05")

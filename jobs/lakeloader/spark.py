@@ -109,6 +109,17 @@ DATAHUB_COMMON_CASE = T.StructType(
     ]
 )
 
+# a DebeziumSmt JSON line, its table ('db.table') and the source's settings (JSON) -> DEBEZIUM_SMT_COMMON_CASE: the
+# common case's fields, or NULL for any other message, which takes the Spark SQL parser (parse.formats.debezium_smt)
+DEBEZIUM_SMT_ROW = "lakeloader_debezium_smt_row"
+DEBEZIUM_SMT_COMMON_CASE = T.StructType(
+    [
+        *[T.StructField(name, _S) for name in ("raw_op", "op")],
+        *[T.StructField(name, _IMAGE) for name in ("before", "after")],
+        *[T.StructField(name, _STRINGS) for name in ("primary_key", "names", "types")],
+    ]
+)
+
 JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     EXACT_NUMBERS: ("lakeloader.jvm.ExactNumbers", T.StringType()),
     REPEATED_NAME: ("lakeloader.jvm.RepeatedNames", T.StringType()),
@@ -118,6 +129,7 @@ JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     DATAWORKS_MESSAGE: ("lakeloader.jvm.DataWorksMessages", DATAWORKS_COMMON_CASE),
     OMS_MESSAGE: ("lakeloader.jvm.OmsMessages", OMS_COMMON_CASE),
     DATAHUB_ROW: ("lakeloader.jvm.DataHubRows", DATAHUB_COMMON_CASE),
+    DEBEZIUM_SMT_ROW: ("lakeloader.jvm.DebeziumSmtRows", DEBEZIUM_SMT_COMMON_CASE),
 }
 
 

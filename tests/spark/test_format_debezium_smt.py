@@ -118,6 +118,21 @@ def test_format_auto_recognises_messages_with_deleted_flags(parse_messages):
     ]
 
 
+def test_a_date_of_days_beyond_year_9999_is_quarantined_not_a_failed_run(parse_messages):
+    config = source(column_types={"shop.orders": {"id": "bigint", "day": "date"}})
+    days = [2_932_896, -719_162, 2_932_897, -719_163, 1_856_431_813, -2_147_483_648]
+    lines = [smt("false", id=n, day=day) for n, day in enumerate(days)]
+
+    rows = parse_messages(config, lines, "orders-topic/000001.json")
+
+    bad = "value does not match its declared type in column(s): day"
+    assert [(r["after"]["day"] if r["after"] else None, r["reject_reason"]) for r in rows] == [
+        ("9999-12-31", None),
+        ("0001-01-01", None),
+        *[(None, bad)] * 4,
+    ]
+
+
 def test_configured_datetime_is_epoch_milliseconds_whatever_its_size(parse_messages):
     """OMS writes a DATETIME as epoch milliseconds (seed 002): 1971-12-26T02:30:53 is a 11-digit number, which a
     magnitude guess would read as seconds (the year 3952)."""

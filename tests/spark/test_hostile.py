@@ -6,6 +6,7 @@ held back while the others commit."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -237,3 +238,21 @@ def test_the_runner_reports_each_step_as_soon_as_it_is_done(monkeypatch, tmp_pat
     monkeypatch.setattr(lakeloader.apply.step, "run_apply", step("apply", {"tables": {}}))
     runner.run_hours(None, source_for("dataworks_json", tmp_path), [H5], emit=lambda line: events.append(line[:16]))
     assert events == ["ran land", '{"step": "land",', "ran parse", '{"step": "parse"', "ran apply", '{"step": "apply"']
+
+
+@pytest.mark.parametrize("fmt", [f for f in wire.WRITERS if f != "dts_avro"])
+def test_a_time_beyond_a_timestamps_range_never_fails_the_run(parse_messages, fmt) -> None:
+    # milliseconds or seconds since 1970 past 2^63 microseconds once overflowed Spark's conversion and failed the hour
+    change = wire.Change(wire.ITEMS, wire.INSERT, 1, None, {"id": 1, "name": "a", "qty": 1})
+    seconds = str(change.millis // 1000)  # every time the writers send starts with it: seconds, ms, ms + 5 ...
+    lines = [
+        re.sub(rf"{seconds}[0-9]*", huge, line)
+        for huge in ("9223372036854775807", "-9223372036854775807", "9223372036854776", "9223372036855")
+        for line in wire.WRITERS[fmt](change)
+    ]
+    assert all(seconds not in line for line in lines)
+    source = source_for(fmt, **wire.settings(fmt, (wire.ITEMS,)))
+
+    rows = parse_messages(source, lines, f"{wire.ITEMS.name}-topic/0/000001.json")
+
+    assert len(rows) == len(lines)

@@ -45,6 +45,7 @@ from lakeloader.parse.formats.common import (
     listing,
     overlay,
     parse_json,
+    timestamp_of_millis,
     with_configured_types,
     with_declaration_lookup,
 )
@@ -87,7 +88,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         ).alias("primary_key"),
         integer_text(message["es"]).alias("seq"),
         F.coalesce(integer_text(message["id"]), F.lit(0).cast(C.SEQ_TYPE)).alias("seq2"),
-        F.timestamp_millis(message["es"].try_cast("bigint")).alias("event_time"),
+        timestamp_of_millis(message["es"].try_cast("bigint")).alias("event_time"),
         rows.alias("rows"),
         message["old"].alias("old"),
         message["mysqlType"].alias("mysql_types"),

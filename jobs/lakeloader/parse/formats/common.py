@@ -158,7 +158,7 @@ def checked_base64(v: Column, _type: Column | None = None) -> Column:
 
 
 def epoch_millis_to_timestamp_text(v: Column, _type: Column | None = None) -> Column:
-    return F.date_format(F.timestamp_millis(v.try_cast("bigint")), "yyyy-MM-dd HH:mm:ss.SSS")
+    return F.date_format(timestamp_of_millis(v.try_cast("bigint")), "yyyy-MM-dd HH:mm:ss.SSS")
 
 
 def integer_text(v: Column) -> Column:
@@ -173,6 +173,21 @@ def extracted_int(text: Column, pattern: str, group: int) -> Column:
     Not `try_cast` of the empty match alone: inside a lambda (interpreted), Spark casts an empty string by
     throwing and catching an exception whose message it formats first, about 100 times the cost of the match."""
     return F.nullif(F.regexp_extract(text, pattern, group), F.lit("")).try_cast("int")
+
+
+# The epoch numbers whose microseconds a bigint holds: beyond them Spark's timestamp_millis and timestamp_seconds fail
+# the job (long overflow) instead of returning NULL.
+_MAX_MILLIS, _MAX_SECONDS = (2**63 - 1) // 1000, (2**63 - 1) // 1_000_000
+
+
+def timestamp_of_millis(millis: Column) -> Column:
+    """Epoch milliseconds (a bigint) -> timestamp; NULL where they overflow one (a hostile time never fails a run)."""
+    return F.timestamp_millis(F.when(millis.between(-_MAX_MILLIS, _MAX_MILLIS), millis))
+
+
+def timestamp_of_seconds(seconds: Column) -> Column:
+    """Epoch seconds (a bigint) -> timestamp; NULL where they overflow one."""
+    return F.timestamp_seconds(F.when(seconds.between(-_MAX_SECONDS, _MAX_SECONDS), seconds))
 
 
 def timestamp_text(ts: Column) -> Column:
@@ -665,10 +680,11 @@ COMMON_CASE = "_common_case"
 """A message's fields as a JVM function read them in one pass (NULL: not the common case; see `spliced`)."""
 
 
-def jvm_reading(function: str, settings: Mapping[str, object]) -> Column:
-    """Each line (`text`) as a JVM common-case reader (SQL `function`) reads it, given the parser's settings as
-    JSON: one text for a session's settings (sorted keys), which the reader parses once."""
-    return F.call_function(function, F.col("text"), F.lit(json.dumps(settings, sort_keys=True)))
+def jvm_reading(function: str, settings: Mapping[str, object], *found: Column) -> Column:
+    """Each line (`text`) as a JVM common-case reader (SQL `function`) reads it, given what the parser `found`
+    apart from the message (its table, for a format whose messages name none) and the parser's settings as JSON:
+    one text for a session's settings (sorted keys), which the reader parses once."""
+    return F.call_function(function, F.col("text"), *found, F.lit(json.dumps(settings, sort_keys=True)))
 
 
 def with_common_case(lines: DataFrame, reading: Column) -> tuple[DataFrame, Column]:

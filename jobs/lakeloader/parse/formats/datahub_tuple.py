@@ -52,6 +52,7 @@ from lakeloader.parse.formats.common import (
     spark_type_converters,
     spark_typed,
     spliced,
+    timestamp_of_millis,
     timestamp_text,
     with_canonical_images,
     with_common_case,
@@ -187,7 +188,7 @@ def _parsed(lines: DataFrame, source: SourceConfig, message: Column | None = Non
 def _execute_time(excute_time: Column) -> Column:
     """The change's time: epoch milliseconds, or timestamp text."""
     return F.coalesce(
-        F.when(excute_time.rlike(r"^-?[0-9]+$"), F.timestamp_millis(excute_time.try_cast("bigint"))),
+        F.when(excute_time.rlike(r"^-?[0-9]+$"), timestamp_of_millis(excute_time.try_cast("bigint"))),
         F.when(~excute_time.rlike(r"^-?[0-9]+$"), excute_time.try_cast("timestamp")),
     )
 

@@ -52,6 +52,7 @@ from lakeloader.parse.formats.common import (
     parse_json,
     spark_type_converters,
     spliced,
+    timestamp_of_millis,
     with_canonical_images,
     with_common_case,
     with_configured_types,
@@ -89,7 +90,7 @@ def _date(v: Column, _type: Column | None = None) -> Column:
     millis = F.when(v.rlike(r"^-?[0-9]{1,18}$"), v.try_cast("bigint"))
     return F.coalesce(
         checked_date(v),
-        F.when(F.pmod(millis, F.lit(DAY_MILLIS)) == 0, F.to_date(F.timestamp_millis(millis)).cast("string")),
+        F.when(F.pmod(millis, F.lit(DAY_MILLIS)) == 0, F.to_date(timestamp_of_millis(millis)).cast("string")),
     )
 
 
@@ -224,7 +225,7 @@ def _from_common_case(common: Column) -> dict[str, Column]:
 def _event_time(text: Column) -> Column:
     """payload.timestamp.eventTime (epoch milliseconds) as a timestamp; NULL unless a positive number."""
     millis = text.try_cast("bigint")
-    return F.when(millis > 0, F.timestamp_millis(millis))
+    return F.when(millis > 0, timestamp_of_millis(millis))
 
 
 def _data_op(op: Column, before: Column, after: Column) -> Column:

@@ -40,6 +40,7 @@ from lakeloader.parse.formats.common import (
     finish,
     integer_text,
     parse_json,
+    timestamp_of_millis,
     with_canonical_images,
     with_configured_types,
 )
@@ -120,7 +121,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         payload["ddl"]["text"].alias("ddl"),
         event_millis.cast(C.SEQ_TYPE).alias("seq"),
         integer_text(payload["scn"]).alias("seq2"),
-        F.when(event_millis > 0, F.timestamp_millis(event_millis)).alias("event_time"),
+        F.when(event_millis > 0, timestamp_of_millis(event_millis)).alias("event_time"),
     )
     frame = with_configured_types(frame, source.column_types)
     configured = configured_converters(ob_types.SPARK_TYPED_CONVERTERS, source.column_types)

@@ -64,6 +64,7 @@ from lakeloader.parse.formats.common import (
     qualified,
     schema_qualified,
     spark_type_converters,
+    timestamp_of_millis,
     timestamp_text,
     with_canonical_images,
     with_configured_types,
@@ -136,8 +137,16 @@ def _whole(v: Column) -> Column:
     return F.when(v.rlike(r"^-?[0-9]{1,38}$"), v.try_cast("decimal(38,0)"))
 
 
+# 0001-01-01 and 9999-12-31 as days since 1970: the dates a date's text can name (`checked_date`)
+FIRST_DAY, LAST_DAY = -719_162, 2_932_896
+
+
 def _epoch_days(v: Column, _type: Column | None = None) -> Column:
-    return F.date_format(F.date_add(F.lit("1970-01-01").cast("date"), _whole(v).try_cast("int")), "yyyy-MM-dd")
+    """Days since 1970 -> 'YYYY-MM-DD'; NULL (an invalid value) outside years 1-9999, where `date_add` would
+    overflow and fail the job instead."""
+    days = _whole(v).try_cast("int")
+    in_range = F.when(days.between(FIRST_DAY, LAST_DAY), days)
+    return F.date_format(F.date_add(F.lit("1970-01-01").cast("date"), in_range), "yyyy-MM-dd")
 
 
 def _epoch(fraction_digits: int) -> Converter:
@@ -346,7 +355,7 @@ def parse_event(
 
 def _event_time(millis: Column) -> Column:
     """Epoch milliseconds -> timestamp; 0 (a snapshot row, whose change time is unknown) -> NULL."""
-    return F.timestamp_millis(F.nullif(millis.try_cast("bigint"), F.lit(0)))
+    return timestamp_of_millis(F.nullif(millis.try_cast("bigint"), F.lit(0)))
 
 
 def _log_position(pos: Column) -> Column:

@@ -31,29 +31,36 @@ declares a type or a key, or orders it:
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import debezium
 from lakeloader.parse.formats.common import (
+    COMMON_CASE,
     Converter,
     OpTable,
     WireFields,
+    common_case_columns,
     configured_map,
     configured_types,
     declare_names,
     finish,
     image_names,
+    jvm_reading,
     parse_json,
     qualified,
     spark_typed,
+    spliced,
     split_qualified,
     with_canonical_images,
+    with_common_case,
 )
+from lakeloader.spark import DEBEZIUM_SMT_ROW
 
 DELETED = "__deleted"
+ABSENT = "false"  # what a message without __deleted (or with null) is: the row's new state
 OPS = OpTable(data={"true": C.DELETE, "false": C.UPDATE_AFTER})
 WIRE = WireFields(
     op=DELETED,
@@ -66,12 +73,41 @@ TOPIC = r"^([^/]+)/"
 CONVERTERS: dict[str, Converter] = debezium.value_families(binary=debezium.CONVERTERS["hex"])
 
 
-def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
-    """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine."""
-    frame = parse_json(lines, C.IMAGE_TYPE)
-    fields = F.col("j")
-    deleted = F.coalesce(fields[DELETED], F.lit("false"))
-    image = F.map_filter(fields, lambda name, _: name != DELETED)
+def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
+    """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine.
+
+    The common case (a message of a table found from its topic, every value a string or a number plainly of its
+    column's type) is read by a JVM function in one pass (`read_common_case`); every other message, or every
+    message without `common_case`, by the Spark SQL expressions of `_parsed`, the reference that function is held
+    to (tests/spark/test_format_debezium_smt_common_case.py)."""
+    if not common_case:
+        return _parsed(lines, source)
+    lines, message = with_common_case(lines, read_common_case(lines, source))
+    common = common_case_columns(F.col(COMMON_CASE), ("raw_op", "op", "before", "after", "primary_key"))
+    return spliced(_parsed(lines, source, message), common)
+
+
+def read_common_case(lines: DataFrame, source: SourceConfig) -> Column:
+    """Each line as lakeloader/jvm/DebeziumSmtRows.java reads it: the common case's fields
+    (`lakeloader.spark.DEBEZIUM_SMT_COMMON_CASE`), NULL for any other message and for one whose table or ordering
+    key the line's place does not give. It is given the source's settings and this module's op table, so that
+    they are written once."""
+    place = _place(lines, source)
+    settings = {
+        "column_types": source.column_types,
+        "primary_keys": source.primary_keys,
+        "deleted": DELETED,
+        "data_ops": dict(OPS.data),
+        "absent": ABSENT,
+        "before_ops": [C.DELETE],
+    }
+    found = place["destination"].isNotNull() & place["seq"].isNotNull()
+    return F.when(found, jvm_reading(DEBEZIUM_SMT_ROW, settings, qualified(place["db"], place["table"])))
+
+
+def _place(lines: DataFrame, source: SourceConfig) -> dict[str, Column]:
+    """What a message's place says (its line's topic and offset, the batch hour): its topic, the 'db.table' the
+    topic is configured to (`destination`), that table's db and name, the ordering key."""
     topic = F.coalesce(
         F.col("origin_topic") if "origin_topic" in lines.columns else F.lit(None),
         F.nullif(F.regexp_extract("origin_file", TOPIC, 1), F.lit("")),
@@ -79,6 +115,18 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
     offset = F.col("origin_offset") if "origin_offset" in lines.columns else F.lit(None)
     destination = F.element_at(configured_map(source.topic_tables, "string"), topic)
     db, table = split_qualified(destination)
+    seq = F.coalesce(offset, F.regexp_replace("batch_hour", r"[^0-9]", "")).try_cast(C.SEQ_TYPE)
+    return {"topic": topic, "destination": destination, "db": db, "table": table, "seq": seq}
+
+
+def _parsed(lines: DataFrame, source: SourceConfig, message: Column | None = None) -> DataFrame:
+    """The Spark SQL parse of every message (`message`: what to parse when not each line's text, `parse_json`)."""
+    frame = parse_json(lines, C.IMAGE_TYPE, message)
+    fields = F.col("j")
+    deleted = F.coalesce(fields[DELETED], F.lit(ABSENT))
+    image = F.map_filter(fields, lambda name, _: name != DELETED)
+    place = _place(lines, source)
+    db, table = place["db"], place["table"]
     op = OPS.canonical(deleted)
     frame = frame.select(
         *lines.columns,
@@ -86,13 +134,13 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         deleted.alias("raw_op"),
         OPS.kind(deleted).alias("kind"),
         op.alias("op"),
-        topic.alias("topic"),
+        place["topic"].alias("topic"),
         db.alias("db"),
         table.alias("table"),
         F.element_at(configured_map(source.primary_keys, "array<string>"), qualified(db, table)).alias("primary_key"),
         F.when(op == C.DELETE, image).alias("raw_before"),
         F.when(op == C.UPDATE_AFTER, image).alias("raw_after"),
-        F.coalesce(offset, F.regexp_replace("batch_hour", r"[^0-9]", "")).try_cast(C.SEQ_TYPE).alias("seq"),
+        place["seq"].alias("seq"),
         F.size(image).alias("field_count"),
     )
     names = image_names(F.col("raw_after"), F.col("raw_before"))

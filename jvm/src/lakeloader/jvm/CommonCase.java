@@ -114,6 +114,20 @@ final class CommonCase {
         return texts;
     }
 
+    /** A JSON array of strings as a list. */
+    static List<String> textList(JsonNode array) {
+        List<String> values = new ArrayList<>();
+        array.forEach(value -> values.add(value.asText()));
+        return values;
+    }
+
+    /** A JSON object of arrays of strings as a map. */
+    static Map<String, String[]> textLists(JsonNode object) {
+        Map<String, String[]> lists = new HashMap<>();
+        object.fields().forEachRemaining(entry -> lists.put(entry.getKey(), textList(entry.getValue()).toArray(new String[0])));
+        return lists;
+    }
+
     static void expect(JsonToken token, JsonToken expected) throws NotCommon {
         if (token != expected) {
             throw NotCommon.INSTANCE;

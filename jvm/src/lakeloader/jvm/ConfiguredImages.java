@@ -1,5 +1,6 @@
 package lakeloader.jvm;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -37,6 +38,13 @@ final class ConfiguredImages {
     private static final Pattern INTEGER = Pattern.compile("-?[0-9]{1,19}");
 
     private ConfiguredImages() {}
+
+    /** The source's `column_types` (a JSON object 'db.table' -> {column: Spark type}) as a map. */
+    static Map<String, Map<String, String>> tableTypes(JsonNode columnTypes) {
+        Map<String, Map<String, String>> tables = new HashMap<>();
+        columnTypes.fields().forEachRemaining(table -> tables.put(table.getKey(), CommonCase.texts(table.getValue())));
+        return tables;
+    }
 
     /**
      * An image (CommonCase.image's [name, text, kind] entries) as canonical text, where every value's is its own

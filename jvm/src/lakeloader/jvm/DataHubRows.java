@@ -1,6 +1,7 @@
 package lakeloader.jvm;
 
-import static lakeloader.jvm.CommonCase.texts;
+import static lakeloader.jvm.CommonCase.textList;
+import static lakeloader.jvm.CommonCase.textLists;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
@@ -71,28 +72,17 @@ public final class DataHubRows implements UDF2<String, String, Row> {
     }
 
     private static Config config(JsonNode root) {
-        Map<String, Map<String, String>> columnTypes = new HashMap<>();
-        root.path("column_types").fields().forEachRemaining(
-                table -> columnTypes.put(table.getKey(), texts(table.getValue())));
-        Map<String, String[]> primaryKeys = new HashMap<>();
-        root.path("primary_keys").fields().forEachRemaining(
-                table -> primaryKeys.put(table.getKey(), strings(table.getValue()).toArray(new String[0])));
+        Map<String, Map<String, String>> columnTypes = ConfiguredImages.tableTypes(root.path("column_types"));
         List<String[]> rowOps = new ArrayList<>();
-        root.path("row_ops").forEach(op -> rowOps.add(strings(op).toArray(new String[0])));
+        root.path("row_ops").forEach(op -> rowOps.add(textList(op).toArray(new String[0])));
         String[] fields = new String[FIELD_SETTINGS.length];
         for (int i = 0; i < fields.length; i++) {
             fields[i] = root.path(FIELD_SETTINGS[i]).asText();
         }
         JsonNode db = root.path("db");
-        return new Config(columnTypes, primaryKeys, db.isTextual() ? db.asText() : null,
-                new HashSet<>(strings(root.path("metadata"))), fields, rowOps,
-                new HashSet<>(strings(root.path("before_ops"))));
-    }
-
-    private static List<String> strings(JsonNode array) {
-        List<String> values = new ArrayList<>();
-        array.forEach(value -> values.add(value.asText()));
-        return values;
+        return new Config(columnTypes, textLists(root.path("primary_keys")), db.isTextual() ? db.asText() : null,
+                new HashSet<>(textList(root.path("metadata"))), fields, rowOps,
+                new HashSet<>(textList(root.path("before_ops"))));
     }
 
     private static Row parsed(String text, Config settings) throws IOException, NotCommon {

@@ -8,7 +8,6 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -67,10 +66,8 @@ public final class OmsMessages implements UDF2<String, String, Row> {
     }
 
     private static Config config(JsonNode root) {
-        Map<String, Map<String, String>> columnTypes = new HashMap<>();
-        root.path("column_types").fields().forEachRemaining(
-                table -> columnTypes.put(table.getKey(), texts(table.getValue())));
-        return new Config(columnTypes, texts(root.path("data_ops")), root.path("key_separator").asText());
+        return new Config(ConfiguredImages.tableTypes(root.path("column_types")), texts(root.path("data_ops")),
+                root.path("key_separator").asText());
     }
 
     private static Message read(String text) throws IOException, NotCommon {
