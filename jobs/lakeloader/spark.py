@@ -120,6 +120,17 @@ DEBEZIUM_SMT_COMMON_CASE = T.StructType(
     ]
 )
 
+# a Debezium JSON or DebeziumFlatten line and the source's settings (JSON) -> DEBEZIUM_COMMON_CASE: the common case's
+# fields, or NULL for any other message, which takes the Spark SQL parser (lakeloader.parse.formats.debezium)
+DEBEZIUM_EVENT = "lakeloader_debezium_event"
+DEBEZIUM_COMMON_CASE = T.StructType(
+    [
+        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table", "source_time", "time", "position")],
+        *[T.StructField(name, _IMAGE) for name in ("before", "after")],
+        *[T.StructField(name, _STRINGS) for name in ("primary_key", "names", "types")],
+    ]
+)
+
 JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     EXACT_NUMBERS: ("lakeloader.jvm.ExactNumbers", T.StringType()),
     REPEATED_NAME: ("lakeloader.jvm.RepeatedNames", T.StringType()),
@@ -130,6 +141,7 @@ JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     OMS_MESSAGE: ("lakeloader.jvm.OmsMessages", OMS_COMMON_CASE),
     DATAHUB_ROW: ("lakeloader.jvm.DataHubRows", DATAHUB_COMMON_CASE),
     DEBEZIUM_SMT_ROW: ("lakeloader.jvm.DebeziumSmtRows", DEBEZIUM_SMT_COMMON_CASE),
+    DEBEZIUM_EVENT: ("lakeloader.jvm.DebeziumEvents", DEBEZIUM_COMMON_CASE),
 }
 
 

@@ -32,6 +32,8 @@ offset; OMS writes `offset@time`, then 0), then the export position.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -40,6 +42,7 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import ob_types
 from lakeloader.parse.formats.common import (
+    COMMON_CASE,
     Converter,
     OpTable,
     WireFields,
@@ -49,6 +52,7 @@ from lakeloader.parse.formats.common import (
     checked_cast,
     checked_date,
     checked_decimal,
+    common_case_columns,
     configured_converters,
     configured_map,
     declare,
@@ -59,16 +63,20 @@ from lakeloader.parse.formats.common import (
     finish,
     image_names,
     integer_text,
+    jvm_reading,
     let,
     parse_json,
     qualified,
     schema_qualified,
     spark_type_converters,
+    spliced,
     timestamp_of_millis,
     timestamp_text,
     with_canonical_images,
+    with_common_case,
     with_configured_types,
 )
+from lakeloader.spark import DEBEZIUM_EVENT
 
 OPS = OpTable(
     data={"c": C.INSERT, "r": C.INSERT, "u": C.UPDATE, "d": C.DELETE},
@@ -293,13 +301,52 @@ def value_families(binary: Converter) -> dict[str, Converter]:
 CONFIGURED_BY_FAMILY = value_families(_message_bytes)
 
 
-def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
+def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
     """Debezium JSON: the event in `payload` with or without `schema` (JsonConverter schemas.enable=true), or the
-    event itself (schemas.enable=false: {before, after, source, op, ts_ms} at the top)."""
-    frame = parse_json(lines, PLAIN_OR_ENVELOPE)
-    plain = F.struct(*[F.col(f"j.{name}").alias(name) for name in PAYLOAD.names])
-    payload = F.when(F.col("j.payload").isNotNull(), F.col("j.payload")).otherwise(plain)
-    return parse_event(frame, lines.columns, source, payload, F.col("j.schema"), "payload.")
+    event itself (schemas.enable=false: {before, after, source, op, ts_ms} at the top). The common case of an event
+    that declares no types is read by a JVM function (`with_common_case_events`)."""
+
+    def parsed(lines: DataFrame, message: Column | None = None) -> DataFrame:
+        frame = parse_json(lines, PLAIN_OR_ENVELOPE, message)
+        plain = F.struct(*[F.col(f"j.{name}").alias(name) for name in PAYLOAD.names])
+        payload = F.when(F.col("j.payload").isNotNull(), F.col("j.payload")).otherwise(plain)
+        return parse_event(frame, lines.columns, source, payload, F.col("j.schema"), "payload.")
+
+    return with_common_case_events(lines, source, True, parsed) if common_case else parsed(lines)
+
+
+def with_common_case_events(
+    lines: DataFrame, source: SourceConfig, envelope: bool, parsed: Callable[[DataFrame, Column | None], DataFrame]
+) -> DataFrame:
+    """The rows of `parsed` (the Spark SQL parse of the lines; its second argument `parse_json`'s `message`), each
+    event that declares no types read by lakeloader/jvm/DebeziumEvents.java in one pass where it is the common
+    case (`envelope`: whether the event may sit in `payload` beside `schema`); the Spark SQL parser reads every
+    other message and stays the reference (tests/spark/test_format_debezium_common_case.py)."""
+    lines, message = with_common_case(lines, read_common_case(source, envelope))
+    return spliced(parsed(lines, message), _from_common_case(F.col(COMMON_CASE)))
+
+
+def read_common_case(source: SourceConfig, envelope: bool) -> Column:
+    """Each line as lakeloader/jvm/DebeziumEvents.java reads it: the common case's fields
+    (`lakeloader.spark.DEBEZIUM_COMMON_CASE`), NULL for any other message. It is given the source's settings and
+    this module's data ops, so that they are written once."""
+    settings = {
+        "column_types": source.column_types,
+        "primary_keys": source.primary_keys,
+        "data_ops": dict(OPS.data),
+        "envelope": envelope,
+    }
+    return jvm_reading(DEBEZIUM_EVENT, settings)
+
+
+def _from_common_case(common: Column) -> dict[str, Column]:
+    """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
+    passes a field on as sent (the times, the log position)."""
+    return common_case_columns(common, ("raw_op", "op", "db", "table", "before", "after", "primary_key")) | {
+        "seq": integer_text(F.coalesce(common["source_time"], common["time"])),
+        "seq2": F.coalesce(_log_position(common["position"]), F.lit(0)),
+        "event_time": _event_time(common["source_time"]),
+    }
 
 
 def parse_event(

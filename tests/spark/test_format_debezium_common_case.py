@@ -1,0 +1,206 @@
+"""Debezium events that declare no types (DebeziumFlatten; Debezium JSON without the schema envelope), their common
+case read by a JVM function (jvm/src/lakeloader/jvm/DebeziumEvents.java), against the Spark SQL parser that reads
+every other message and stays the reference: on thousands of generated events, most of them mutated where a
+producer or a damaged export could differ (values of every JSON kind, missing, extra, repeated and reordered
+fields, every op, times and positions of every spelling, schema envelopes, schema-qualified tables, configured
+keys and types), both give the same rows, column for column, quarantine reasons included."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from common_case_support import RAW, assert_same_rows, damaged, generated_lines, json_line, parsed_both_ways
+
+from lakeloader.parse.formats import debezium, debezium_flatten
+
+TABLES = {"items": ("id", "name", "qty", "price"), "pairs": ("a", "b", "note"), "keyless": ("note", "n")}
+KEYS = {"shop.items": ["id"], "shop.pairs": ["a", "b"]}
+OPS = ("c", "r", "u", "u", "d", "t", "m", "HEARTBEAT", "x", None)
+
+# raw JSON tokens a producer (or damage) may put anywhere: numbers in every spelling, strings that look like
+# numbers, structures where scalars belong
+TOKENS = (
+    "null", "true", "false", "0", "-0", "7", "-12", "1.10", "-0.0", "1E+2", "2.5e-3", "1e400",
+    "9223372036854775808", "123456789012345678901234567890123456789012", '""', '" 12"', '"12"', '"abc"',
+    '"-5"', '"12\\n"', '"\\t9"', '"\\u0000"', '"café ☕"', '"\\ud834\\udd1e"', '"c"', '"u"',
+    "[]", "{}", '{"a":1}', "[1,2]",
+)  # fmt: skip
+NUMBERS = ("1.10", "-0", "12345678901234567890.123456789", "1E+2")
+TIMES = ('"1700000000000"', '" 5"', '"x"', "0", "-3", "1e3", "1700000000000.5", "null", "9223372036854775807")
+POSITIONS = ('"12@1700000000"', "42", '"x"', "null", '"007"', "123456789012345678901234567890123")
+SCHEMAS = (
+    "null",
+    '{"type":"struct","fields":[{"field":"after","type":"struct","fields":[{"field":"id","type":"int64"}]}]}',
+    "{}",
+    '"x"',
+)
+
+
+def _value(rng: random.Random) -> object:
+    kind = rng.randrange(10)
+    if kind == 0:
+        return None
+    if kind < 4:
+        return rng.choice([0, 1, -7, 127, 128, 2**31, 2**63 - 1, rng.randrange(-(10**12), 10**12)])
+    if kind == 4:
+        return rng.choice([0.5, -2.25, 1e300])
+    if kind == 5:
+        return RAW + rng.choice(NUMBERS)
+    return rng.choice(["plain", "", "café ☕", 'quote " and \\', "𝄞", "12", "-3", "中文", str(rng.random())])
+
+
+def _event(rng: random.Random, seq: int) -> dict:
+    table = rng.choice(list(TABLES))
+    op = rng.choice(OPS)
+
+    def image() -> dict:
+        values = {name: _value(rng) for name in TABLES[table]}
+        if rng.random() < 0.9:  # the key's columns hold values (a NULL key column is the parser's to reject)
+            for name in KEYS.get(f"shop.{table}", []):
+                values[name] = values[name] if values[name] is not None else seq
+        return values
+
+    before = image() if op in ("u", "d") or rng.random() < 0.05 else None
+    after = image() if op in ("c", "r", "u") and rng.random() < 0.95 else None
+    source = {
+        "version": "2.4",
+        "connector": "mysql",
+        "name": rng.choice(["server1", "OMS"]),
+        "ts_ms": rng.choice([1700000000000 + seq, str(1700000000000 + seq), None]),
+        "db": "shop",
+        "table": table,
+        "pos": rng.choice([seq, f"{seq}@1700000000", None]),
+    }
+    if rng.random() < 0.1:
+        source["schema"] = rng.choice([None, "public", "shop", ""])
+    return {"op": op, "before": before, "after": after, "source": source, "ts_ms": 1700000000005 + seq}
+
+
+def _dict(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _mutated(rng: random.Random, event: dict) -> dict:
+    """The event with one change at a random place: a value replaced by any token, a field dropped, an image's
+    columns reordered or cut, a column added to an image, the op, times or position respelled."""
+    source = _dict(event.get("source"))
+    images = [image for image in (_dict(event.get("before")), _dict(event.get("after"))) if image]
+    mutation = rng.randrange(8)
+    if mutation == 0 and images:
+        image = rng.choice(images)
+        image[rng.choice(list(image))] = RAW + rng.choice(TOKENS)
+    elif mutation == 1:
+        place = rng.choice([event, source])
+        if place:
+            place[rng.choice(list(place))] = RAW + rng.choice(TOKENS)
+    elif mutation == 2:
+        place = rng.choice([event, source])
+        if place:
+            place.pop(rng.choice(list(place)))
+    elif mutation == 3 and images:
+        image = rng.choice(images)
+        names = list(image)
+        rng.shuffle(names)
+        kept = [(n, image[n]) for n in names[: rng.randrange(1, len(names) + 1)]]
+        image.clear()
+        image.update(kept)
+    elif mutation == 4 and images:
+        rng.choice(images)[rng.choice(["extra", "ID", "Id", "_cdc_y"])] = 1
+    elif mutation == 5:
+        source["ts_ms"] = RAW + rng.choice(TIMES)
+        event["ts_ms"] = RAW + rng.choice(TIMES)
+    elif mutation == 6:
+        source["pos"] = RAW + rng.choice(POSITIONS)
+    else:
+        event["op"] = rng.choice(OPS)
+    return event
+
+
+def _enveloped(rng: random.Random, event: dict) -> dict:
+    """Debezium JSON's message: the event alone, or in `payload` beside a schema (null or declaring types), or a
+    payload beside top-level fields that it overrides."""
+    shape = rng.randrange(5)
+    if shape == 0:
+        return event
+    if shape == 1:
+        return {"schema": RAW + "null", "payload": event}
+    if shape == 2:
+        return {"schema": RAW + rng.choice(SCHEMAS), "payload": event}
+    if shape == 3:
+        return {"payload": event, "op": "d", "before": None}
+    return {"payload": RAW + rng.choice(["null", '"x"', "{}"]), **event}
+
+
+PARSERS = {"debezium_json": (debezium.parse, True), "debezium_flatten": (debezium_flatten.parse, False)}
+
+
+def _lines(fmt: str, seed: int, count: int) -> list[str]:
+    def line(rng: random.Random, event: dict) -> str:
+        message = _enveloped(rng, event) if fmt == "debezium_json" else event
+        text = json_line(rng, message, (*TOKENS, *NUMBERS, *TIMES, *POSITIONS, *SCHEMAS))
+        return damaged(rng, text, "op", '"after":{')
+
+    return generated_lines(seed, count, _event, _mutated, line)
+
+
+def _both_ways(spark, tmp_path, fmt: str, lines: list[str], **settings):
+    parse, envelope = PARSERS[fmt]
+    return parsed_both_ways(
+        spark,
+        tmp_path,
+        lines,
+        fmt,
+        parse,
+        lambda _lines, source: debezium.read_common_case(source, envelope),
+        **({"primary_keys": KEYS} | settings),
+    )
+
+
+CONFIGURED = {
+    "shop.items": {"id": "bigint", "qty": "tinyint", "price": "double", "name": "string"},
+    "shop.pairs": {"a": "decimal(10,2)", "b": "date", "note": "boolean"},
+    "shop.keyless": {"note": "timestamp", "n": "smallint"},
+}
+
+
+@pytest.mark.parametrize("fmt", list(PARSERS))
+@pytest.mark.parametrize(
+    ("settings", "least_taken"),
+    [({}, 300), ({"column_types": CONFIGURED}, 15)],
+    ids=["no configured types", "configured types of every family"],
+)
+def test_the_jvm_common_case_gives_the_rows_the_spark_sql_parser_gives(spark, tmp_path, fmt, settings, least_taken):
+    lines = _lines(fmt, 59, 2500)
+
+    with_jvm, spark_sql, taken = _both_ways(spark, tmp_path, fmt, lines, **settings)
+
+    assert_same_rows(with_jvm, spark_sql, lines)
+    # the comparison means something: the function took many messages (few where most configured types are ones it
+    # leaves to Spark SQL), and the rest were of every outcome
+    assert taken >= least_taken
+    reasons = {r["reject_reason"] for r in spark_sql if r["reject_reason"]}
+    assert len(reasons) > 8
+    assert {r["kind"] for r in spark_sql} >= {"data", "ddl", "heartbeat", "control"}
+
+
+def test_a_plain_event_is_taken_by_the_jvm_function(spark, tmp_path):
+    line = (
+        '{"op":"u","before":{"id":7,"name":"a","price":1.10},'
+        '"after":{"id":7,"name":"b","price":12345678901234567890.123456789},'
+        '"source":{"connector":"mysql","name":"server1","ts_ms":1700000000123,"db":"shop","table":"items",'
+        '"pos":"42@1700000000"},"ts_ms":1700000000200}'
+    )
+
+    (with_jvm,), (spark_sql,), taken = _both_ways(spark, tmp_path, "debezium_flatten", [line])
+
+    assert taken == 1
+    assert with_jvm == spark_sql
+    assert with_jvm["before"] == {"id": "7", "name": "a", "price": "1.10"}
+    assert with_jvm["after"]["price"] == "12345678901234567890.123456789"
+    assert (with_jvm["op"], with_jvm["seq"], with_jvm["seq2"], with_jvm["primary_key"]) == (
+        "UPDATE",
+        1700000000123,
+        42,
+        ["id"],
+    )
