@@ -1,9 +1,10 @@
-"""Debezium events that declare no types (DebeziumFlatten; Debezium JSON without the schema envelope), their common
-case read by a JVM function (jvm/src/lakeloader/jvm/DebeziumEvents.java), against the Spark SQL parser that reads
-every other message and stays the reference: on thousands of generated events, most of them mutated where a
-producer or a damaged export could differ (values of every JSON kind, missing, extra, repeated and reordered
-fields, every op, times and positions of every spelling, schema envelopes, schema-qualified tables, configured
-keys and types), both give the same rows, column for column, quarantine reasons included."""
+"""Debezium events (DebeziumFlatten; Debezium JSON with or without the schema envelope), their common case read by a
+JVM function (jvm/src/lakeloader/jvm/DebeziumEvents.java), against the Spark SQL parser that reads every other
+message and stays the reference: on thousands of generated events, most of them mutated where a producer or a
+damaged export could differ (values of every JSON kind, missing, extra, repeated and reordered fields, every op,
+times and positions of every spelling, schemas declaring every Kafka Connect type, logical types, reordered, cut
+and repeated columns, schema-qualified tables, configured keys and types), both give the same rows, column for
+column, quarantine reasons included."""
 
 from __future__ import annotations
 
@@ -34,7 +35,34 @@ SCHEMAS = (
     '{"type":"struct","fields":[{"field":"after","type":"struct","fields":[{"field":"id","type":"int64"}]}]}',
     "{}",
     '"x"',
+    '{"fields":null}',
+    '{"fields":[{"field":"after","fields":[]}]}',
 )
+# the Kafka Connect types a schema may declare a column with (a logical name refines some)
+CONNECT_TYPES = ("int8", "int16", "int32", "int64", "float32", "float64", "double", "string", "boolean", "bytes")
+LOGICAL = ("io.debezium.time.Date", "io.debezium.data.Json", "org.apache.kafka.connect.data.Decimal", None)
+
+
+def _schema(rng: random.Random, event: dict) -> dict:
+    """A schema envelope declaring the event's table's columns (as the before and after structs, or one of them),
+    mostly with plain types, sometimes reordered, cut, repeated, or with a logical type."""
+    table = _dict(event.get("source")).get("table")
+    names = list(TABLES.get(table, ("id", "x")) if isinstance(table, str) else ("id",))
+    if rng.random() < 0.15:
+        rng.shuffle(names)
+    if rng.random() < 0.1:
+        names = names[:-1] if rng.random() < 0.5 else [*names, names[0]]
+
+    def column(name: str) -> dict:
+        declared = {"field": name, "type": rng.choice(("string",) * 12 + CONNECT_TYPES), "optional": True}
+        if rng.random() < 0.1:
+            declared["name"] = rng.choice(LOGICAL)
+            declared["parameters"] = {"scale": "2", "connect.decimal.precision": "10"}
+        return declared
+
+    columns = [column(name) for name in names]
+    structs = [{"field": side, "type": "struct", "fields": columns} for side in ("before", "after")]
+    return {"type": "struct", "fields": rng.choice([structs, structs[:1], structs[1:], structs[::-1]])}
 
 
 def _value(rng: random.Random) -> object:
@@ -120,7 +148,7 @@ def _mutated(rng: random.Random, event: dict) -> dict:
 def _enveloped(rng: random.Random, event: dict) -> dict:
     """Debezium JSON's message: the event alone, or in `payload` beside a schema (null or declaring types), or a
     payload beside top-level fields that it overrides."""
-    shape = rng.randrange(5)
+    shape = rng.randrange(8)
     if shape == 0:
         return event
     if shape == 1:
@@ -129,7 +157,9 @@ def _enveloped(rng: random.Random, event: dict) -> dict:
         return {"schema": RAW + rng.choice(SCHEMAS), "payload": event}
     if shape == 3:
         return {"payload": event, "op": "d", "before": None}
-    return {"payload": RAW + rng.choice(["null", '"x"', "{}"]), **event}
+    if shape == 4:
+        return {"payload": RAW + rng.choice(["null", '"x"', "{}"]), **event}
+    return {"schema": _schema(rng, event), "payload": event}
 
 
 PARSERS = {"debezium_json": (debezium.parse, True), "debezium_flatten": (debezium_flatten.parse, False)}

@@ -303,8 +303,8 @@ CONFIGURED_BY_FAMILY = value_families(_message_bytes)
 
 def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
     """Debezium JSON: the event in `payload` with or without `schema` (JsonConverter schemas.enable=true), or the
-    event itself (schemas.enable=false: {before, after, source, op, ts_ms} at the top). The common case of an event
-    that declares no types is read by a JVM function (`with_common_case_events`)."""
+    event itself (schemas.enable=false: {before, after, source, op, ts_ms} at the top). The common case is read by a
+    JVM function (`with_common_case_events`)."""
 
     def parsed(lines: DataFrame, message: Column | None = None) -> DataFrame:
         frame = parse_json(lines, PLAIN_OR_ENVELOPE, message)
@@ -319,9 +319,9 @@ def with_common_case_events(
     lines: DataFrame, source: SourceConfig, envelope: bool, parsed: Callable[[DataFrame, Column | None], DataFrame]
 ) -> DataFrame:
     """The rows of `parsed` (the Spark SQL parse of the lines; its second argument `parse_json`'s `message`), each
-    event that declares no types read by lakeloader/jvm/DebeziumEvents.java in one pass where it is the common
-    case (`envelope`: whether the event may sit in `payload` beside `schema`); the Spark SQL parser reads every
-    other message and stays the reference (tests/spark/test_format_debezium_common_case.py)."""
+    event read by lakeloader/jvm/DebeziumEvents.java in one pass where it is the common case (plain types, no
+    logical ones; `envelope`: whether the event may sit in `payload` beside `schema`); the Spark SQL parser reads
+    every other message and stays the reference (tests/spark/test_format_debezium_common_case.py)."""
     lines, message = with_common_case(lines, read_common_case(source, envelope))
     return spliced(parsed(lines, message), _from_common_case(F.col(COMMON_CASE)))
 
@@ -335,6 +335,7 @@ def read_common_case(source: SourceConfig, envelope: bool) -> Column:
         "primary_keys": source.primary_keys,
         "data_ops": dict(OPS.data),
         "envelope": envelope,
+        "plain_types": PLAIN_TYPES | {"string": "string"},
     }
     return jvm_reading(DEBEZIUM_EVENT, settings)
 

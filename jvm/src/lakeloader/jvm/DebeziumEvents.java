@@ -9,6 +9,8 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import lakeloader.jvm.CommonCase.NotCommon;
@@ -17,18 +19,18 @@ import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.api.java.UDF2;
 
 /**
- * The common case of a Debezium change event that declares no types (DebeziumFlatten, or Debezium JSON written
- * without the schema envelope or with a null one): an insert, snapshot read, update with both images, or delete,
- * of a table named by `source.db` and `source.table` alone (no `source.schema`), whose images hold the same columns
- * in the same order, every value a string or a number plainly of its column's type; parsed in one pass, or NULL
- * for any other message: that one takes the Spark SQL parser (lakeloader.parse.formats.debezium), which stays the
- * reference for every message.
+ * The common case of a Debezium change event (DebeziumFlatten, or Debezium JSON with or without the schema
+ * envelope): an insert, snapshot read, update with both images, or delete, of a table named by `source.db` and
+ * `source.table` alone (no `source.schema`), whose images hold the same columns in the same order (those the schema
+ * declares, when it declares any, each with a plain Kafka Connect type and no logical type), every value a string
+ * or a number plainly of its column's type; parsed in one pass, or NULL for any other message: that one takes the
+ * Spark SQL parser (lakeloader.parse.formats.debezium), which stays the reference for every message.
  *
  * <p>The result (lakeloader.spark's DEBEZIUM_COMMON_CASE) holds the event's fields as that parser would produce
  * them: the op as sent and canonical, the db and table, `source.ts_ms`, the event's `ts_ms` and `source.pos` as
  * sent (the parser's own expressions read them), the images as canonical text, the configured key and the columns
- * with their Spark types (configured, else string). A message is taken only when every check of that parser passes
- * and every value's canonical text is itself (ConfiguredImages). Anything else (a schema envelope, DDL, heartbeats,
+ * with their Spark types (configured, else declared, else string). A message is taken only when every check of that parser passes
+ * and every value's canonical text is itself (ConfiguredImages). Anything else (a logical type, DDL, heartbeats,
  * control messages, an update without its before image, a missing image, a schema-qualified table, a time that is
  * no number, a boolean or a structure among the values, a key column missing or NULL, a repeated name, a
  * configured type of another family) returns NULL, so this class never decides a rejection.
@@ -36,7 +38,8 @@ import org.apache.spark.sql.api.java.UDF2;
  *
  * <p>The second argument is the parser's settings as JSON: {"column_types": {"db.table": {"column": "spark type"}},
  * "primary_keys": {"db.table": [column]} (the source's), "data_ops": {wire op: canonical op}, "envelope": whether
- * the event may sit in `payload` beside `schema` (Debezium JSON) or is the message itself (DebeziumFlatten)}.
+ * the event may sit in `payload` beside `schema` (Debezium JSON) or is the message itself (DebeziumFlatten),
+ * "plain_types": {Kafka Connect type: Spark type} (the types the function reads)}.
  */
 public final class DebeziumEvents implements UDF2<String, String, Row> {
     private static final long serialVersionUID = 1L;
@@ -47,7 +50,8 @@ public final class DebeziumEvents implements UDF2<String, String, Row> {
             Map<String, Map<String, String>> columnTypes,
             Map<String, String[]> primaryKeys,
             Map<String, String> dataOps,
-            boolean envelope) {}
+            boolean envelope,
+            Map<String, String> plainTypes) {}
 
     /** What an event holds, as read. */
     private static final class Event {
@@ -61,6 +65,13 @@ public final class DebeziumEvents implements UDF2<String, String, Row> {
         String time;
         List<String[]> before;
         List<String[]> after;
+        List<String[]> declared; // the schema's columns as [name, type], NULL: none declared
+    }
+
+    /** One of a schema's structs, as read. */
+    private static final class Struct {
+        String name;
+        List<String[]> columns;
     }
 
     @Override
@@ -70,19 +81,46 @@ public final class DebeziumEvents implements UDF2<String, String, Row> {
 
     private static Config config(JsonNode root) {
         return new Config(ConfiguredImages.tableTypes(root.path("column_types")), textLists(root.path("primary_keys")),
-                texts(root.path("data_ops")), root.path("envelope").asBoolean());
+                texts(root.path("data_ops")), root.path("envelope").asBoolean(), texts(root.path("plain_types")));
+    }
+
+    /**
+     * The Spark types of the event's columns: the schema's (a plain Kafka Connect type, as the parser's PLAIN_TYPES
+     * read it; string), where a configured type wins; NULL for a column neither declares (a string). A declared
+     * type of another kind, or a name declared twice, is not the common case.
+     */
+    private static Map<String, String> types(Event e, Config settings, Map<String, String> configured)
+            throws NotCommon {
+        if (e.declared == null || e.declared.isEmpty()) {
+            return configured;
+        }
+        Map<String, String> types = new HashMap<>();
+        for (String[] column : e.declared) {
+            String type = column[1] == null ? null : settings.plainTypes().get(column[1]);
+            if (column[0] == null || type == null || types.put(column[0], type) != null) {
+                throw NotCommon.INSTANCE;
+            }
+        }
+        types.putAll(configured);
+        return types;
+    }
+
+    private static List<String> names(List<String[]> declared) {
+        List<String> names = new ArrayList<>(declared.size());
+        declared.forEach(column -> names.add(column[0]));
+        return names;
     }
 
     /**
      * The event: with an envelope, `payload` when it is an object (the top-level fields are then ignored, as the
-     * parser ignores them), else the top-level fields; a schema is not the common case.
+     * parser ignores them), else the top-level fields; and the columns the envelope's schema declares.
      */
     private static Event read(String text, boolean envelope) throws IOException, NotCommon {
         Event top = new Event();
         Event payload = new Event();
         CommonCase.readMessage(text, p -> (field, value) -> {
             if (envelope && field.equals("schema")) {
-                CommonCase.expect(value, JsonToken.VALUE_NULL);
+                top.declared = readSchema(p, value);
             } else if (envelope && field.equals("payload")) {
                 if (value != JsonToken.VALUE_NULL) {
                     payload.read = true;
@@ -92,7 +130,75 @@ public final class DebeziumEvents implements UDF2<String, String, Row> {
                 readField(p, field, value, top);
             }
         });
-        return payload.read ? payload : top;
+        if (payload.read) {
+            payload.declared = top.declared;
+            return payload;
+        }
+        return top;
+    }
+
+    /**
+     * The columns a schema declares for the row images as [name, type]: the `after` struct's fields, else the
+     * `before` struct's (the first struct so named; NULL: none declared). A schema of another shape is not the
+     * common case.
+     */
+    private static List<String[]> readSchema(JsonParser p, JsonToken token) throws IOException, NotCommon {
+        if (token == JsonToken.VALUE_NULL) {
+            return null;
+        }
+        Map<String, List<String[]>> structs = new HashMap<>();
+        fields(p, token, (field, value) -> {
+            if (!field.equals("fields")) {
+                p.skipChildren();
+                return;
+            }
+            if (value == JsonToken.VALUE_NULL) {
+                return;
+            }
+            CommonCase.expect(value, JsonToken.START_ARRAY);
+            while (p.nextToken() != JsonToken.END_ARRAY) {
+                Struct struct = new Struct();
+                fields(p, p.currentToken(), (key, v) -> {
+                    switch (key) {
+                        case "field" -> struct.name = scalar(p, v);
+                        case "fields" -> struct.columns = readColumns(p, v);
+                        default -> p.skipChildren();
+                    }
+                });
+                if (struct.name != null && !structs.containsKey(struct.name)) {
+                    structs.put(struct.name, struct.columns); // the first struct so named, even without fields
+                }
+            }
+        });
+        return structs.get("after") != null ? structs.get("after") : structs.get("before");
+    }
+
+    /** A struct's fields as [name, type]; a field with a logical type name is not the common case. */
+    private static List<String[]> readColumns(JsonParser p, JsonToken token) throws IOException, NotCommon {
+        if (token == JsonToken.VALUE_NULL) {
+            return null;
+        }
+        CommonCase.expect(token, JsonToken.START_ARRAY);
+        List<String[]> columns = new ArrayList<>();
+        while (p.nextToken() != JsonToken.END_ARRAY) {
+            String[] column = new String[2];
+            fields(p, p.currentToken(), (key, v) -> {
+                switch (key) {
+                    case "field" -> column[0] = scalar(p, v);
+                    case "type" -> column[1] = scalar(p, v);
+                    case "name" -> CommonCase.expect(v, JsonToken.VALUE_NULL);
+                    case "parameters" -> {
+                        if (v != JsonToken.VALUE_NULL) {
+                            CommonCase.expect(v, JsonToken.START_OBJECT);
+                            p.skipChildren();
+                        }
+                    }
+                    default -> p.skipChildren();
+                }
+            });
+            columns.add(column);
+        }
+        return columns;
     }
 
     private static void readField(JsonParser p, String field, JsonToken value, Event e) throws IOException, NotCommon {
@@ -138,7 +244,7 @@ public final class DebeziumEvents implements UDF2<String, String, Row> {
             throw NotCommon.INSTANCE; // an update without its before image is the parser's UPDATE_AFTER
         }
         String table = e.db + "." + e.table;
-        Map<String, String> types = settings.columnTypes().getOrDefault(table, Map.of());
+        Map<String, String> types = types(e, settings, settings.columnTypes().getOrDefault(table, Map.of()));
         Map<String, String> before = ConfiguredImages.canonical(e.before, types);
         Map<String, String> after = ConfiguredImages.canonical(e.after, types);
         if (before != null && after != null && !List.copyOf(before.keySet()).equals(List.copyOf(after.keySet()))) {
@@ -148,6 +254,9 @@ public final class DebeziumEvents implements UDF2<String, String, Row> {
         String[] key = settings.primaryKeys().get(table);
         ConfiguredImages.requireKey(key, keyed);
         String[] names = keyed.keySet().toArray(new String[0]);
+        if (e.declared != null && !e.declared.isEmpty() && !names(e.declared).equals(List.of(names))) {
+            throw NotCommon.INSTANCE; // an image the declarations do not name in order: the parser looks them up
+        }
         return RowFactory.create(e.op, op, e.db, e.table, e.sourceTime, e.time, e.position, before, after, key, names,
                 ConfiguredImages.columnTypes(names, types));
     }
