@@ -131,6 +131,18 @@ DEBEZIUM_COMMON_CASE = T.StructType(
     ]
 )
 
+# a SharePlex JSON line and the source's settings (JSON) -> SHAREPLEX_COMMON_CASE: the common case's fields, or NULL
+# for any other message, which takes the Spark SQL parser (lakeloader.parse.formats.shareplex)
+SHAREPLEX_MESSAGE = "lakeloader_shareplex_message"
+SHAREPLEX_COMMON_CASE = T.StructType(
+    [
+        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table", "scn", "seq", "time")],
+        *[T.StructField(name, _IMAGE) for name in ("before", "after")],
+        T.StructField("after_partial", T.BooleanType()),
+        *[T.StructField(name, _STRINGS) for name in ("primary_key", "names", "types")],
+    ]
+)
+
 JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     EXACT_NUMBERS: ("lakeloader.jvm.ExactNumbers", T.StringType()),
     REPEATED_NAME: ("lakeloader.jvm.RepeatedNames", T.StringType()),
@@ -142,6 +154,7 @@ JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     DATAHUB_ROW: ("lakeloader.jvm.DataHubRows", DATAHUB_COMMON_CASE),
     DEBEZIUM_SMT_ROW: ("lakeloader.jvm.DebeziumSmtRows", DEBEZIUM_SMT_COMMON_CASE),
     DEBEZIUM_EVENT: ("lakeloader.jvm.DebeziumEvents", DEBEZIUM_COMMON_CASE),
+    SHAREPLEX_MESSAGE: ("lakeloader.jvm.SharePlexMessages", SHAREPLEX_COMMON_CASE),
 }
 
 

@@ -21,7 +21,7 @@ Ordering key: `meta.scn`, then `meta.seq` (the operation's number inside its tra
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -29,20 +29,26 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import ob_types
 from lakeloader.parse.formats.common import (
+    COMMON_CASE,
     OpTable,
     WireFields,
+    common_case_columns,
     configured_map,
     configured_types,
     declare_names,
     finish,
     image_names,
     integer_text,
+    jvm_reading,
     overlay,
     parse_json,
     qualified,
     spark_typed,
+    spliced,
     with_canonical_images,
+    with_common_case,
 )
+from lakeloader.spark import SHAREPLEX_MESSAGE
 
 OPS = OpTable(
     data={
@@ -76,9 +82,45 @@ MESSAGE_SCHEMA = T.StructType(
 )
 
 
-def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
-    """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine."""
-    frame = parse_json(lines, MESSAGE_SCHEMA)
+def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
+    """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine.
+
+    The common case (an insert, update or delete, every value a string or a number plainly of its column's type)
+    is read by a JVM function in one pass (`read_common_case`); every other message, or every message without
+    `common_case`, by the Spark SQL expressions of `_parsed`, the reference that function is held to
+    (tests/spark/test_format_shareplex_common_case.py)."""
+    if not common_case:
+        return _parsed(lines, source)
+    lines, message = with_common_case(lines, read_common_case(source))
+    return spliced(_parsed(lines, source, message), _from_common_case(F.col(COMMON_CASE)))
+
+
+def read_common_case(source: SourceConfig) -> Column:
+    """Each line as lakeloader/jvm/SharePlexMessages.java reads it: the common case's fields
+    (`lakeloader.spark.SHAREPLEX_COMMON_CASE`), NULL for any other message. It is given the source's settings and
+    this module's data ops, so that they are written once."""
+    settings = {
+        "column_types": source.column_types,
+        "primary_keys": source.primary_keys,
+        "data_ops": dict(OPS.data),
+    }
+    return jvm_reading(SHAREPLEX_MESSAGE, settings)
+
+
+def _from_common_case(common: Column) -> dict[str, Column]:
+    """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
+    passes a field on as sent (the scn, the seq, the time)."""
+    passed = ("raw_op", "op", "db", "table", "before", "after", "after_partial", "primary_key")
+    return common_case_columns(common, passed) | {
+        "seq": integer_text(common["scn"]),
+        "seq2": F.coalesce(integer_text(common["seq"]), F.lit(0)),
+        "event_time": common["time"].try_cast("timestamp"),
+    }
+
+
+def _parsed(lines: DataFrame, source: SourceConfig, message: Column | None = None) -> DataFrame:
+    """The Spark SQL parse of every message (`message`: what to parse when not each line's text, `parse_json`)."""
+    frame = parse_json(lines, MESSAGE_SCHEMA, message)
     meta, data, key = F.col("j.meta"), F.col("j.data"), F.col("j.key")
     op_key = F.upper(F.trim(meta["op"]))
     op = F.when(op_key.isin("UPD", "UPDATE") & key.isNull(), F.lit(C.UPDATE_AFTER)).otherwise(OPS.canonical(op_key))
