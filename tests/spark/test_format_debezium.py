@@ -326,6 +326,37 @@ def test_odd_schemas_never_fail_the_run(parse_messages):
     assert {c["name"]: c["type"] for c in rows[2]["columns"]}["price"] == "string"
 
 
+def test_values_beyond_what_their_logical_type_can_hold_are_quarantined_not_a_failed_run(parse_messages):
+    # each once overflowed Spark's arithmetic (or padded a decimal to 2^31 digits) and failed the whole hour
+    def event(name: str, value: object, **parameters: str) -> str:
+        column = {"field": "v", "type": "int64", "name": name} | ({"parameters": parameters} if parameters else {})
+        schema = {"type": "struct", "fields": [{"field": "after", "type": "struct", "fields": [column]}]}
+        origin = {"connector": "mysql", "name": "dbserver1", "ts_ms": 1795237800000, "db": "shop", "table": "t"}
+        return json.dumps({"schema": schema, "payload": {"op": "c", "after": {"v": value}, "source": origin}})
+
+    decimal = "org.apache.kafka.connect.data.Decimal"
+    lines = [
+        event("io.debezium.time.NanoTimestamp", 92233720368547758070000000),
+        event("io.debezium.time.NanoTimestamp", 10**37),
+        event("io.debezium.time.Time", 2**63 - 1),
+        event("io.debezium.time.MicroTime", 2**63),
+        event("io.debezium.time.NanoTime", 10**37),
+        event(decimal, "AQ==", scale="2147483647", **{"connect.decimal.precision": "2147483647"}),
+        event(decimal, "AQ==", scale="2147483646", **{"connect.decimal.precision": "2147483647"}),
+        event("io.debezium.time.MicroTime", 3723000001),  # 01:02:03.000001
+        event(decimal, "AQ==", scale="2", **{"connect.decimal.precision": "10"}),  # 0.01
+    ]
+
+    rows = parse_messages(source(), lines)
+
+    bad = "value does not match its declared type in column(s): v"
+    assert [(r["after"]["v"], r["reject_reason"]) for r in rows] == [
+        *[(None, bad)] * 7,
+        ("01:02:03.000001", None),
+        ("0.01", None),
+    ]
+
+
 def test_plain_event_without_schema_envelope_loads_like_the_enveloped_one(parse_messages):
     """JsonConverter with schemas.enable=false writes the event itself: {before, after, source, op, ts_ms}."""
     row = {"id": 7, "price": "12.50", "name": "ü", "sold_at": 1795237800123, "day": 20778, "at": 0, "photo": None}

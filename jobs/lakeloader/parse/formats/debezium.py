@@ -168,14 +168,17 @@ def _epoch(fraction_digits: int) -> Converter:
 
 
 def _epoch_nanos(v: Column, _type: Column | None = None) -> Column:
-    return timestamp_text(F.timestamp_micros(F.floor(_whole(v) / 1000).cast("bigint")))
+    """Whole ns since 1970 -> canonical timestamp text; NULL where the microseconds overflow a bigint."""
+    return timestamp_text(F.timestamp_micros(F.floor(F.try_divide(_whole(v), F.lit(1000))).try_cast("bigint")))
 
 
 def _time_of_day(per_second: int) -> Converter:
-    """A time as a whole number of 1/per_second seconds -> 'HH:mm:ss.ffffff'."""
+    """A time as a whole number of 1/per_second seconds -> 'HH:mm:ss.ffffff'; NULL where the microseconds overflow
+    a bigint (try_ arithmetic: a hostile value never fails the job)."""
 
     def convert(v: Column, _type: Column | None = None) -> Column:
-        micros = F.floor(_whole(v) * 1_000_000 / per_second).cast("bigint")
+        scaled = F.try_divide(F.try_multiply(_whole(v), F.lit(1_000_000)), F.lit(per_second))
+        micros = F.floor(scaled).try_cast("bigint")
         return let(
             micros,
             lambda m: F.when(
@@ -225,11 +228,18 @@ def _unscaled_base64(encoded: Column, scale: Column) -> Column:
 
 
 def _signed_text(unsigned: Column, scale: Column, negative: Column) -> Column:
-    """Plain number text from the digits of the unscaled magnitude, its scale and its sign."""
+    """Plain number text from the digits of the unscaled magnitude, its scale and its sign; NULL (an invalid value)
+    for a scale beyond MAX_SCALE, which would pad the text to that many digits (2^31 of them failed the job)."""
+    scale = F.when(scale <= MAX_SCALE, scale)
     digits = F.lpad(unsigned, F.greatest(F.length(unsigned), scale + 1), "0")  # lpad alone would truncate
     point = F.length(digits) - scale
-    text = F.when(scale > 0, F.concat(F.substring(digits, 1, point), F.lit("."), F.substring(digits, point + 1, 99)))
-    return F.concat(F.when(negative, F.lit("-")).otherwise(F.lit("")), F.coalesce(text, digits))
+    fraction = F.substring(digits, point + 1, MAX_SCALE)
+    text = F.when(scale > 0, F.concat(F.substring(digits, 1, point), F.lit("."), fraction))
+    signed = F.concat(F.when(negative, F.lit("-")).otherwise(F.lit("")), F.coalesce(text, digits))
+    return F.when(scale.isNotNull(), signed)
+
+
+MAX_SCALE = 99  # the most fraction digits a decimal's text keeps (a decimal without a precision reads up to 99)
 
 
 _LIMB_DIGITS, _LIMB_TYPE = 30, "decimal(38,0)"
