@@ -18,6 +18,53 @@ from lakeloader.parse.framing import read_messages
 
 RAW = "\u0001raw:"  # a string that `json_line` replaces by the raw JSON token after it
 
+# raw JSON tokens a producer (or damage) may put anywhere: numbers in every spelling, strings that look like
+# numbers, structures where scalars belong (each test adds its format's own)
+TOKENS = (
+    "null", "true", "false", "0", "-0", "7", "-12", "1.10", "-0.0", "1E+2", "2.5e-3", "1e400",
+    "9223372036854775808", "123456789012345678901234567890123456789012", '""', '" 12"', '"12"', '"abc"',
+    '"-5"', '"12\\n"', '"\\t9"', '"\\u0000"', '"café ☕"', '"\\ud834\\udd1e"',
+    "[]", "{}", '{"a":1}', "[1,2]",
+)  # fmt: skip
+# numbers whose text a float would not keep
+NUMBERS = ("1.10", "-0", "12345678901234567890.123456789", "1E+2")
+
+
+def random_value(rng: random.Random) -> object:
+    """A column's value as a producer may send it: NULL, integers (at the integer types' bounds too), floats,
+    numbers only their text keeps exactly, strings (some of which look like numbers)."""
+    kind = rng.randrange(10)
+    if kind == 0:
+        return None
+    if kind < 4:
+        return rng.choice([0, 1, -7, 127, 128, 2**31, 2**63 - 1, rng.randrange(-(10**12), 10**12)])
+    if kind == 4:
+        return rng.choice([0.5, -2.25, 1e300])
+    if kind == 5:
+        return RAW + rng.choice(NUMBERS)
+    return rng.choice(["plain", "", "café ☕", 'quote " and \\', "𝄞", "12", "-3", "中文", str(rng.random())])
+
+
+def set_to_token(rng: random.Random, place: dict, tokens: Iterable[str]) -> None:
+    """One of the place's fields (when it has any) set to a raw token."""
+    if place:
+        place[rng.choice(list(place))] = RAW + rng.choice(list(tokens))
+
+
+def drop_field(rng: random.Random, place: dict) -> None:
+    """One of the place's fields (when it has any) dropped."""
+    if place:
+        place.pop(rng.choice(list(place)))
+
+
+def reorder_and_cut(rng: random.Random, image: dict, least: int = 1) -> None:
+    """The image's columns shuffled and cut to a random number of them (at least `least`)."""
+    names = list(image)
+    rng.shuffle(names)
+    kept = [(name, image[name]) for name in names[: rng.randrange(min(least, len(names)), len(names) + 1)]]
+    image.clear()
+    image.update(kept)
+
 
 def json_line(rng: random.Random, message: dict, tokens: Iterable[str]) -> str:
     """The message as one JSON line (non-ASCII escaped or not), each string RAW + token replaced by the token."""

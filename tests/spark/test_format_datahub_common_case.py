@@ -8,8 +8,17 @@ from __future__ import annotations
 
 import random
 
+import common_case_support
 import pytest
-from common_case_support import RAW, assert_same_rows, damaged, generated_lines, json_line, parsed_both_ways
+from common_case_support import (
+    RAW,
+    assert_same_rows,
+    damaged,
+    generated_lines,
+    json_line,
+    parsed_both_ways,
+    random_value,
+)
 from format_support import source_for
 
 from lakeloader.land.step import RawFiles
@@ -27,15 +36,7 @@ FLAGS = (("I", "N", "Y"), ("U", "Y", "N"), ("U", "N", "Y"), ("D", "Y", "N"))
 BAD_FLAGS = (("I", "Y", "N"), ("U", "Y", "Y"), ("D", "N", "N"), ("X", "N", "Y"), ("i", "N", "Y"), ("U", "y", "N"))
 METADATA = datahub_tuple.METADATA
 
-# raw JSON tokens a producer (or damage) may put anywhere: numbers in every spelling, strings that look like
-# numbers, structures where scalars belong
-TOKENS = (
-    "null", "true", "false", "0", "-0", "7", "-12", "1.10", "-0.0", "1E+2", "2.5e-3", "1e400",
-    "9223372036854775808", "123456789012345678901234567890123456789012", '""', '" 12"', '"12"', '"abc"',
-    '"-5"', '"12\\n"', '"\\t9"', '"\\u0000"', '"café ☕"', '"\\ud834\\udd1e"', '"Y"', '"N"', '"I"',
-    "[]", "{}", '{"a":1}', "[1,2]",
-)  # fmt: skip
-NUMBERS = ("1.10", "-0", "12345678901234567890.123456789", "1E+2")
+TOKENS = (*common_case_support.TOKENS, '"Y"', '"N"', '"I"')  # and the tokens of this format's fields
 TIMES = (
     '"1700000000000"', '"2026-11-21 05:00:00"', '"2026-11-21T05:00:00Z"', '"x"', "-3", "1e3", '" 5"', "null",
     "12345678901234567890", '"12\\n"', "1700000000000.5", '""',
@@ -43,22 +44,9 @@ TIMES = (
 SEQUENCES = ('" 42 "', '"1.5"', '"x"', '""', "18446744073709551616", "null", "-3", "12", '"007"')
 
 
-def _value(rng: random.Random) -> object:
-    kind = rng.randrange(10)
-    if kind == 0:
-        return None
-    if kind < 4:
-        return rng.choice([0, 1, -7, 127, 128, 2**31, 2**63 - 1, rng.randrange(-(10**12), 10**12)])
-    if kind == 4:
-        return rng.choice([0.5, -2.25, 1e300])
-    if kind == 5:
-        return RAW + rng.choice(NUMBERS)
-    return rng.choice(["plain", "", "café ☕", 'quote " and \\', "𝄞", "12", "-3", "中文", str(rng.random())])
-
-
 def _message(rng: random.Random, seq: int) -> dict:
     table = rng.choice(list(TABLES))
-    image = {name: _value(rng) for name in TABLES[table]}
+    image = {name: random_value(rng) for name in TABLES[table]}
     if rng.random() < 0.9:  # the key's columns hold values (a NULL key column is the parser's to reject)
         for name in KEYS.get(f"shop.{table}", []):
             if image[name] is None:
@@ -104,7 +92,7 @@ def _mutated(rng: random.Random, message: dict) -> dict:
 
 
 def _line(rng: random.Random, message: dict) -> str:
-    text = json_line(rng, message, (*TOKENS, *NUMBERS, *TIMES, *SEQUENCES))
+    text = json_line(rng, message, (*TOKENS, *common_case_support.NUMBERS, *TIMES, *SEQUENCES))
     return damaged(rng, text, "_operation_type_", "{")
 
 

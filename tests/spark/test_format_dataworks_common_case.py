@@ -12,7 +12,16 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from common_case_support import RAW, assert_same_rows, damaged, generated_lines, json_line, parsed_both_ways
+from common_case_support import (
+    RAW,
+    assert_same_rows,
+    damaged,
+    drop_field,
+    generated_lines,
+    json_line,
+    parsed_both_ways,
+    set_to_token,
+)
 
 from lakeloader.parse.formats import dataworks
 from tools.cdcgen import dataworks as dw
@@ -84,16 +93,13 @@ def _mutated(rng: random.Random, message: dict) -> dict:
     images = [image for image in images if image]
     mutation = rng.randrange(9)
     if mutation == 0 and images:
-        image = rng.choice(images)
-        image[rng.choice(list(image))] = RAW + rng.choice(TOKENS)
+        set_to_token(rng, rng.choice(images), TOKENS)
     elif mutation == 1:
-        place = rng.choice([payload, schema, _dict(schema.get("source")), _dict(payload.get("timestamp"))])
-        if place:
-            place[rng.choice(list(place))] = RAW + rng.choice(TOKENS)
+        set_to_token(
+            rng, rng.choice([payload, schema, _dict(schema.get("source")), _dict(payload.get("timestamp"))]), TOKENS
+        )
     elif mutation == 2:
-        place = rng.choice([message, payload, schema])
-        if place:
-            place.pop(rng.choice(list(place)))
+        drop_field(rng, rng.choice([message, payload, schema]))
     elif mutation == 3 and images:
         image = rng.choice(images)
         names = list(image)

@@ -10,8 +10,20 @@ from __future__ import annotations
 
 import random
 
+import common_case_support
 import pytest
-from common_case_support import RAW, assert_same_rows, damaged, generated_lines, json_line, parsed_both_ways
+from common_case_support import (
+    RAW,
+    assert_same_rows,
+    damaged,
+    drop_field,
+    generated_lines,
+    json_line,
+    parsed_both_ways,
+    random_value,
+    reorder_and_cut,
+    set_to_token,
+)
 
 from lakeloader.parse.formats import debezium, debezium_flatten
 
@@ -19,15 +31,7 @@ TABLES = {"items": ("id", "name", "qty", "price"), "pairs": ("a", "b", "note"), 
 KEYS = {"shop.items": ["id"], "shop.pairs": ["a", "b"]}
 OPS = ("c", "r", "u", "u", "d", "t", "m", "HEARTBEAT", "x", None)
 
-# raw JSON tokens a producer (or damage) may put anywhere: numbers in every spelling, strings that look like
-# numbers, structures where scalars belong
-TOKENS = (
-    "null", "true", "false", "0", "-0", "7", "-12", "1.10", "-0.0", "1E+2", "2.5e-3", "1e400",
-    "9223372036854775808", "123456789012345678901234567890123456789012", '""', '" 12"', '"12"', '"abc"',
-    '"-5"', '"12\\n"', '"\\t9"', '"\\u0000"', '"café ☕"', '"\\ud834\\udd1e"', '"c"', '"u"',
-    "[]", "{}", '{"a":1}', "[1,2]",
-)  # fmt: skip
-NUMBERS = ("1.10", "-0", "12345678901234567890.123456789", "1E+2")
+TOKENS = (*common_case_support.TOKENS, '"c"', '"u"')  # and the tokens of this format's fields
 TIMES = ('"1700000000000"', '" 5"', '"x"', "0", "-3", "1e3", "1700000000000.5", "null", "9223372036854775807")
 POSITIONS = ('"12@1700000000"', "42", '"x"', "null", '"007"', "123456789012345678901234567890123")
 SCHEMAS = (
@@ -65,25 +69,12 @@ def _schema(rng: random.Random, event: dict) -> dict:
     return {"type": "struct", "fields": rng.choice([structs, structs[:1], structs[1:], structs[::-1]])}
 
 
-def _value(rng: random.Random) -> object:
-    kind = rng.randrange(10)
-    if kind == 0:
-        return None
-    if kind < 4:
-        return rng.choice([0, 1, -7, 127, 128, 2**31, 2**63 - 1, rng.randrange(-(10**12), 10**12)])
-    if kind == 4:
-        return rng.choice([0.5, -2.25, 1e300])
-    if kind == 5:
-        return RAW + rng.choice(NUMBERS)
-    return rng.choice(["plain", "", "café ☕", 'quote " and \\', "𝄞", "12", "-3", "中文", str(rng.random())])
-
-
 def _event(rng: random.Random, seq: int) -> dict:
     table = rng.choice(list(TABLES))
     op = rng.choice(OPS)
 
     def image() -> dict:
-        values = {name: _value(rng) for name in TABLES[table]}
+        values = {name: random_value(rng) for name in TABLES[table]}
         if rng.random() < 0.9:  # the key's columns hold values (a NULL key column is the parser's to reject)
             for name in KEYS.get(f"shop.{table}", []):
                 values[name] = values[name] if values[name] is not None else seq
@@ -116,23 +107,13 @@ def _mutated(rng: random.Random, event: dict) -> dict:
     images = [image for image in (_dict(event.get("before")), _dict(event.get("after"))) if image]
     mutation = rng.randrange(8)
     if mutation == 0 and images:
-        image = rng.choice(images)
-        image[rng.choice(list(image))] = RAW + rng.choice(TOKENS)
+        set_to_token(rng, rng.choice(images), TOKENS)
     elif mutation == 1:
-        place = rng.choice([event, source])
-        if place:
-            place[rng.choice(list(place))] = RAW + rng.choice(TOKENS)
+        set_to_token(rng, rng.choice([event, source]), TOKENS)
     elif mutation == 2:
-        place = rng.choice([event, source])
-        if place:
-            place.pop(rng.choice(list(place)))
+        drop_field(rng, rng.choice([event, source]))
     elif mutation == 3 and images:
-        image = rng.choice(images)
-        names = list(image)
-        rng.shuffle(names)
-        kept = [(n, image[n]) for n in names[: rng.randrange(1, len(names) + 1)]]
-        image.clear()
-        image.update(kept)
+        reorder_and_cut(rng, rng.choice(images))
     elif mutation == 4 and images:
         rng.choice(images)[rng.choice(["extra", "ID", "Id", "_cdc_y"])] = 1
     elif mutation == 5:
@@ -168,7 +149,7 @@ PARSERS = {"debezium_json": (debezium.parse, True), "debezium_flatten": (debeziu
 def _lines(fmt: str, seed: int, count: int) -> list[str]:
     def line(rng: random.Random, event: dict) -> str:
         message = _enveloped(rng, event) if fmt == "debezium_json" else event
-        text = json_line(rng, message, (*TOKENS, *NUMBERS, *TIMES, *POSITIONS, *SCHEMAS))
+        text = json_line(rng, message, (*TOKENS, *common_case_support.NUMBERS, *TIMES, *POSITIONS, *SCHEMAS))
         return damaged(rng, text, "op", '"after":{')
 
     return generated_lines(seed, count, _event, _mutated, line)

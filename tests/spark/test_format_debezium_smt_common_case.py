@@ -8,8 +8,17 @@ from __future__ import annotations
 
 import random
 
+import common_case_support
 import pytest
-from common_case_support import RAW, assert_same_rows, damaged, generated_lines, json_line, parsed_both_ways
+from common_case_support import (
+    RAW,
+    assert_same_rows,
+    damaged,
+    generated_lines,
+    json_line,
+    parsed_both_ways,
+    random_value,
+)
 
 from lakeloader.parse.formats import debezium_smt
 
@@ -17,32 +26,11 @@ COLUMNS = ("id", "name", "qty", "price")
 TOPIC_FILE = "orders-topic/0/000001.json"
 TOPICS = {"topic_tables": {"orders-topic": "shop.orders"}}
 
-# raw JSON tokens a producer (or damage) may put anywhere: numbers in every spelling, strings that look like
-# numbers, structures where scalars belong
-TOKENS = (
-    "null", "true", "false", "0", "-0", "7", "-12", "1.10", "-0.0", "1E+2", "2.5e-3", "1e400",
-    "9223372036854775808", "123456789012345678901234567890123456789012", '""', '" 12"', '"12"', '"abc"',
-    '"-5"', '"12\\n"', '"\\t9"', '"\\u0000"', '"café ☕"', '"\\ud834\\udd1e"', '"true"', '"false"', '"TRUE"',
-    "[]", "{}", '{"a":1}', "[1,2]",
-)  # fmt: skip
-NUMBERS = ("1.10", "-0", "12345678901234567890.123456789", "1E+2")
-
-
-def _value(rng: random.Random) -> object:
-    kind = rng.randrange(10)
-    if kind == 0:
-        return None
-    if kind < 4:
-        return rng.choice([0, 1, -7, 127, 128, 2**31, 2**63 - 1, rng.randrange(-(10**12), 10**12)])
-    if kind == 4:
-        return rng.choice([0.5, -2.25, 1e300])
-    if kind == 5:
-        return RAW + rng.choice(NUMBERS)
-    return rng.choice(["plain", "", "café ☕", 'quote " and \\', "𝄞", "12", "-3", "中文", str(rng.random())])
+TOKENS = (*common_case_support.TOKENS, '"true"', '"false"', '"TRUE"')  # and the tokens of this format's fields
 
 
 def _message(rng: random.Random, seq: int) -> dict:
-    image = {name: _value(rng) for name in COLUMNS}
+    image = {name: random_value(rng) for name in COLUMNS}
     if rng.random() < 0.9:  # the key's columns hold values (a NULL key column is the parser's to reject)
         image["id"] = image["id"] if image["id"] is not None else seq
         image["name"] = image["name"] if image["name"] is not None else f"n{seq}"
@@ -74,7 +62,7 @@ def _mutated(rng: random.Random, message: dict) -> dict:
 
 
 def _line(rng: random.Random, message: dict) -> str:
-    text = json_line(rng, message, (*TOKENS, *NUMBERS))
+    text = json_line(rng, message, (*TOKENS, *common_case_support.NUMBERS))
     return damaged(rng, text, "__deleted", "{")
 
 

@@ -9,7 +9,17 @@ from __future__ import annotations
 import random
 
 import pytest
-from common_case_support import RAW, assert_same_rows, damaged, generated_lines, json_line, parsed_both_ways
+from common_case_support import (
+    RAW,
+    assert_same_rows,
+    damaged,
+    drop_field,
+    generated_lines,
+    json_line,
+    parsed_both_ways,
+    reorder_and_cut,
+    set_to_token,
+)
 
 from lakeloader.parse.formats import oms_default
 
@@ -94,23 +104,13 @@ def _mutated(rng: random.Random, message: dict) -> dict:
     images = [image for image in (_dict(message.get("prevStruct")), _dict(message.get("postStruct"))) if image]
     mutation = rng.randrange(9)
     if mutation == 0 and images:
-        image = rng.choice(images)
-        image[rng.choice(list(image))] = RAW + rng.choice(TOKENS)
+        set_to_token(rng, rng.choice(images), TOKENS)
     elif mutation == 1:
-        place = rng.choice([message, meta])
-        if place:
-            place[rng.choice(list(place))] = RAW + rng.choice(TOKENS)
+        set_to_token(rng, rng.choice([message, meta]), TOKENS)
     elif mutation == 2:
-        place = rng.choice([message, meta])
-        if place:
-            place.pop(rng.choice(list(place)))
+        drop_field(rng, rng.choice([message, meta]))
     elif mutation == 3 and images:
-        image = rng.choice(images)
-        names = list(image)
-        rng.shuffle(names)
-        kept = [(n, image[n]) for n in names[: rng.randrange(1, len(names) + 1)]]
-        image.clear()
-        image.update(kept)
+        reorder_and_cut(rng, rng.choice(images))
     elif mutation == 4 and images:
         rng.choice(images)[rng.choice(["extra", "ID", "id", "_cdc_y", "Id"])] = 1
     elif mutation == 5:

@@ -9,8 +9,20 @@ from __future__ import annotations
 
 import random
 
+import common_case_support
 import pytest
-from common_case_support import RAW, assert_same_rows, damaged, generated_lines, json_line, parsed_both_ways
+from common_case_support import (
+    RAW,
+    assert_same_rows,
+    damaged,
+    drop_field,
+    generated_lines,
+    json_line,
+    parsed_both_ways,
+    random_value,
+    reorder_and_cut,
+    set_to_token,
+)
 
 from lakeloader.parse.formats import shareplex
 
@@ -20,30 +32,9 @@ KEYS = {"shop.items": ["id"], "shop.pairs": ["a", "b"]}
 OPS = ("ins", "upd", "upd", "del", "INSERT", "UPDATE", "DELETE", " Upd ", "UPDATE BEFORE", "UPDATE AFTER", "ddl",
        "TRUNCATE", "x", "\u0131nsert", None)  # fmt: skip
 
-# raw JSON tokens a producer (or damage) may put anywhere: numbers in every spelling, strings that look like
-# numbers, structures where scalars belong
-TOKENS = (
-    "null", "true", "false", "0", "-0", "7", "-12", "1.10", "-0.0", "1E+2", "2.5e-3", "1e400",
-    "9223372036854775808", "123456789012345678901234567890123456789012", '""', '" 12"', '"12"', '"abc"',
-    '"-5"', '"12\\n"', '"\\t9"', '"\\u0000"', '"café ☕"', '"\\ud834\\udd1e"', '"upd"',
-    "[]", "{}", '{"a":1}', "[1,2]",
-)  # fmt: skip
-NUMBERS = ("1.10", "-0", "12345678901234567890.123456789", "1E+2")
+TOKENS = (*common_case_support.TOKENS, '"upd"')  # and the tokens of this format's fields
 SCNS = ('" 42 "', '"1.5"', '"x"', '""', "18446744073709551616", "null", "-3", "12")
 TABLE_NAMES = ('"shop"', '".items"', '"shop."', '"shop.items.x"', '"shop.items\\n"', '"sh\\nop.items"', "7", "null")
-
-
-def _value(rng: random.Random) -> object:
-    kind = rng.randrange(10)
-    if kind == 0:
-        return None
-    if kind < 4:
-        return rng.choice([0, 1, -7, 127, 128, 2**31, 2**63 - 1, rng.randrange(-(10**12), 10**12)])
-    if kind == 4:
-        return rng.choice([0.5, -2.25, 1e300])
-    if kind == 5:
-        return RAW + rng.choice(NUMBERS)
-    return rng.choice(["plain", "", "café ☕", 'quote " and \\', "𝄞", "12", "-3", "中文", str(rng.random())])
 
 
 def _message(rng: random.Random, seq: int) -> dict:
@@ -52,7 +43,7 @@ def _message(rng: random.Random, seq: int) -> dict:
     op = rng.choice(OPS)
 
     def image(names: tuple[str, ...]) -> dict:
-        values = {name: _value(rng) for name in names}
+        values = {name: random_value(rng) for name in names}
         if rng.random() < 0.9:  # the key's columns hold values (a NULL key column is the parser's to reject)
             for name in KEYS.get(f"shop.{table}", []):
                 if name in values and values[name] is None:
@@ -93,23 +84,13 @@ def _mutated(rng: random.Random, message: dict) -> dict:
     images = [image for image in (_dict(message.get("data")), _dict(message.get("key"))) if image]
     mutation = rng.randrange(8)
     if mutation == 0 and images:
-        image = rng.choice(images)
-        image[rng.choice(list(image))] = RAW + rng.choice(TOKENS)
+        set_to_token(rng, rng.choice(images), TOKENS)
     elif mutation == 1:
-        place = rng.choice([message, meta])
-        if place:
-            place[rng.choice(list(place))] = RAW + rng.choice(TOKENS)
+        set_to_token(rng, rng.choice([message, meta]), TOKENS)
     elif mutation == 2:
-        place = rng.choice([message, meta])
-        if place:
-            place.pop(rng.choice(list(place)))
+        drop_field(rng, rng.choice([message, meta]))
     elif mutation == 3 and images:
-        image = rng.choice(images)
-        names = list(image)
-        rng.shuffle(names)
-        kept = [(n, image[n]) for n in names[: rng.randrange(len(names) + 1)]]
-        image.clear()
-        image.update(kept)
+        reorder_and_cut(rng, rng.choice(images), least=0)
     elif mutation == 4 and images:
         rng.choice(images)[rng.choice(["extra", "ID", "Id", "_cdc_y"])] = 1
     elif mutation == 5:
@@ -122,7 +103,7 @@ def _mutated(rng: random.Random, message: dict) -> dict:
 
 
 def _line(rng: random.Random, message: dict) -> str:
-    text = json_line(rng, message, (*TOKENS, *NUMBERS, *SCNS, *TABLE_NAMES))
+    text = json_line(rng, message, (*TOKENS, *common_case_support.NUMBERS, *SCNS, *TABLE_NAMES))
     return damaged(rng, text, "meta", '"data":{')
 
 
