@@ -155,6 +155,9 @@ def test_bit_is_a_number_where_the_source_sends_its_number():
 def test_message_path_expression_agrees_with_the_python_mapping_on_every_declaration(spark):
     cases = [(d, False, False) for d in MYSQL] + [(d, True, False) for d in ORACLE] + [(d, False, True) for d in OMS]
     cases += [(None, False, False), ("  decimal( 10 , 2 )  ", False, False), ("no such type", False, False)]
+    # parameters no int holds (and more digits than Python converts): both paths read them as unsaid
+    cases += [(f"decimal({'9' * 4301},2)", False, False), ("decimal(10,99999999999)", False, False)]
+    cases += [("decimal(2147483648,2)", False, False), ("decimal(0002147483647,2)", False, False)]
     frame = spark.createDataFrame(cases, "d string, oracle boolean, unknown boolean")
     resolved = frame.select(
         source_types.resolve(F.col("d"), F.col("oracle")).alias("known"),

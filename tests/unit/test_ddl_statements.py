@@ -197,3 +197,15 @@ def test_multi_table_drop_and_rename_are_one_statement_per_table():
             S.Statement(S.TableName(None, "c"), (S.RenameTable(S.TableName(None, "d")),)),
         )
     )
+
+
+def test_hostile_statements_are_read_or_sent_to_the_policy_never_an_error():
+    # each once raised out of the parser and failed the whole hour's apply
+    nested = "ALTER TABLE items ADD COLUMN z INT DEFAULT (" + "(" * 40 + "1" + ")" * 40 + ")"
+    long_precision = "ALTER TABLE items ADD COLUMN d DECIMAL(" + "9" * 4301 + ",2)"
+
+    assert parse_ddl(nested) == S.Unsupported("cannot parse: the statement nests too deeply")
+    # a precision no int holds reads as none, as the message path's try_cast reads it (source_types.declarations)
+    assert parse_ddl(long_precision) == S.Statement(
+        S.TableName(None, "items"), (S.AddColumns((S.Column("d", "string"),)),)
+    )

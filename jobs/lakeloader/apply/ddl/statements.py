@@ -166,7 +166,10 @@ def parse_ddl(text: str, dialect: str = "mysql") -> Parsed:
     parts = _split(tokens, TokenType.SEMICOLON)
     if len(parts) != 1:
         return Unsupported(f"expected one statement, found {len(parts)}")
-    return _Reader(text, read).statement(parts[0])
+    try:
+        return _Reader(text, read).statement(parts[0])
+    except RecursionError:  # sqlglot's parser recurses once per nested parenthesis
+        return Unsupported("cannot parse: the statement nests too deeply")
 
 
 # ------------------------------------------------------------------------------------------------ tokens

@@ -168,11 +168,20 @@ def parse(declaration: str, oracle: bool = False, signedness_unknown: bool = Fal
         text=text,
         base=base[1] if base else "",
         unsigned=signedness_unknown or re.search(r"\bunsigned\b", text) is not None,
-        precision=int(precision[1]) if precision else -1,
-        scale=int(scale[1]) if scale else 0,
+        precision=_int(precision[1], -1) if precision else -1,
+        scale=_int(scale[1], 0) if scale else 0,
         two_parameters="," in text,
         oracle=oracle,
     )
+
+
+def _int(digits: str, default: int) -> int:
+    """The digits' int as Spark's `try_cast(... as int)` reads it in `declarations` (`default` beyond an int's
+    range), without converting thousands of digits (Python refuses more than 4,300)."""
+    if len(digits.lstrip("-").lstrip("0")) > 10:
+        return default
+    value = int(digits)
+    return value if -(2**31) <= value < 2**31 else default
 
 
 def spark_type_of(
