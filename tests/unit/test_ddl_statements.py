@@ -209,3 +209,15 @@ def test_hostile_statements_are_read_or_sent_to_the_policy_never_an_error():
     assert parse_ddl(long_precision) == S.Statement(
         S.TableName(None, "items"), (S.AddColumns((S.Column("d", "string"),)),)
     )
+
+
+def test_any_error_reading_a_statement_sends_it_to_the_policy_with_the_error(monkeypatch):
+    # the reader runs a third-party SQL parser over text from the stream: whatever it raises, the hour goes on
+    def broken(_self, _tokens):
+        raise KeyError("an AST shape the reader did not expect")
+
+    monkeypatch.setattr(S._Reader, "alter", broken)
+
+    assert parse_ddl("ALTER TABLE items ADD COLUMN a INT") == S.Unsupported(
+        "cannot parse: KeyError: 'an AST shape the reader did not expect'"
+    )

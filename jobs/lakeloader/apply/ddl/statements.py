@@ -170,6 +170,8 @@ def parse_ddl(text: str, dialect: str = "mysql") -> Parsed:
         return _Reader(text, read).statement(parts[0])
     except RecursionError:  # sqlglot's parser recurses once per nested parenthesis
         return Unsupported("cannot parse: the statement nests too deeply")
+    except Exception as error:  # hostile text must reach the DDL policy, not fail the hour's apply
+        return Unsupported(f"cannot parse: {type(error).__name__}: {_first_line(error)}")
 
 
 # ------------------------------------------------------------------------------------------------ tokens
