@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
+from deltalake import DeltaTable
 
 from lakeloader.apply import schema_changes as D
 from lakeloader.apply.ddl import statements as S
@@ -148,6 +149,28 @@ def test_a_multi_clause_alter_that_cannot_perform_one_clause_changes_nothing(tmp
     with pytest.raises(D.UnsupportedOperation, match="type change of qty from bigint to int is not a widening"):
         D.perform(engine, lake, location, statement, (Decimal(5), Decimal(0)), {})
     assert engine.schema(uri).names[:2] == ["id", "qty"] and "note" not in engine.schema(uri).names
+
+
+def test_an_alter_adding_many_columns_adds_them_in_one_commit_in_order_each_name_once(tmp_path):
+    # one commit per column read the table's growing log each time: 400 columns took two minutes
+    engine, lake = DeltaRsEngine(), open_store(str(tmp_path))
+    location = D.TableLocation("shop", "shop", "items")
+    uri = lake.child(location.silver_key())
+    engine.create(
+        uri, pa.schema([pa.field("id", pa.int64()), *E.METADATA_FIELDS]), {"lakeloader.primaryKey": '["id"]'}, {}
+    )
+    adds = ", ".join(f"ADD COLUMN c{i} INT" for i in range(300))
+    statement = parse_ddl(f"ALTER TABLE items {adds}, ADD COLUMN c7 TEXT, DROP COLUMN c1, ADD COLUMN z TEXT")
+    versions = len(DeltaTable(uri).history())
+
+    outcome = D.perform(engine, lake, location, statement, (Decimal(5), Decimal(0)), {})
+
+    assert outcome.status == D.APPLIED
+    names = [n for n in engine.schema(uri).names if not n.startswith("_cdc_")]
+    assert names == ["id", "c0", *[f"c{i}" for i in range(2, 300)], "z"]
+    assert engine.schema(uri).field("c7").type == pa.int32()  # the first clause's type: the second is a no-op
+    # a few commits for the adds, the drop, the add after it and the statement's order mark, not one per column
+    assert len(DeltaTable(uri).history()) - versions < 10
 
 
 @pytest.mark.parametrize(

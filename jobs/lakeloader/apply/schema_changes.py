@@ -79,12 +79,29 @@ def perform(
     if mark is not None and order <= mark:
         return Outcome(SKIPPED, "not newer than the last DDL applied to this table")
     _check(engine, uri, statement.operations)  # every operation can be performed, or none is
-    outcomes = [_perform(engine, lake, location, op, order, commit_info) for op in statement.operations]
+    operations = _adds_joined(statement.operations)
+    outcomes = [_perform(engine, lake, location, op, order, commit_info) for op in operations]
     uri = lake.child(location.silver_key())
     if any(o.status == APPLIED for o in outcomes) and engine.exists(uri):
         engine.set_properties(uri, {SCHEMA_SEQ_PROPERTY: json.dumps([str(v) for v in order])}, commit_info)
     status = APPLIED if any(o.status == APPLIED for o in outcomes) else NO_OP
     return Outcome(status, "; ".join(o.detail for o in outcomes))
+
+
+def _adds_joined(operations: tuple[S.Operation, ...]) -> list[S.Operation]:
+    """The operations with consecutive ADD COLUMN clauses joined into one AddColumns, each name once (its first
+    clause's, as when added one by one): one commit to the table instead of one per column, each of which read
+    the table's growing log (an ALTER adding 400 columns took two minutes, 5,000 did not finish)."""
+    joined: list[S.Operation] = []
+    for op in operations:
+        if isinstance(op, S.AddColumns) and joined and isinstance(joined[-1], S.AddColumns):
+            first: dict[str, S.Column] = {}
+            for column in (*joined[-1].columns, *op.columns):
+                first.setdefault(column.name, column)
+            joined[-1] = S.AddColumns(tuple(first.values()))
+        else:
+            joined.append(op)
+    return joined
 
 
 def _check(engine: TableEngine, uri: str, operations: tuple[S.Operation, ...]) -> None:
