@@ -693,6 +693,19 @@ def with_common_case(lines: DataFrame, reading: Column) -> tuple[DataFrame, Colu
     return lines.withColumn(COMMON_CASE, reading), F.when(F.col(COMMON_CASE).isNull(), F.col("text"))
 
 
+def parsed_with_common_case(
+    lines: DataFrame,
+    reading: Column,
+    parsed: Callable[[DataFrame, Column], DataFrame],
+    common: Callable[[Column], Mapping[str, Column]],
+) -> DataFrame:
+    """A parser's rows (`parsed`: its Spark SQL parse of `lines`, given what `parse_json` is to parse), each
+    message the JVM common-case reader `reading` (a `jvm_reading`) took spliced from the reader's fields
+    (`common`: the output columns from COMMON_CASE; `spliced`)."""
+    lines, message = with_common_case(lines, reading)
+    return spliced(parsed(lines, message), common(F.col(COMMON_CASE)))
+
+
 def common_case_columns(common: Column, passed: Sequence[str]) -> dict[str, Column]:
     """The `spliced` columns every JVM reader gives alike: a data change without a reject reason or DDL, its
     columns zipped from the reader's `names` and `types`, and the fields `passed` on as the reader gives them."""

@@ -35,7 +35,6 @@ from pyspark.sql import types as T
 from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats.common import (
-    COMMON_CASE,
     WireFields,
     checked_date,
     common_case_columns,
@@ -48,14 +47,13 @@ from lakeloader.parse.formats.common import (
     let,
     listing,
     parse_json,
+    parsed_with_common_case,
     qualified,
     spark_type_converters,
     spark_typed,
-    spliced,
     timestamp_of_millis,
     timestamp_text,
     with_canonical_images,
-    with_common_case,
 )
 from lakeloader.spark import DATAHUB_ROW
 
@@ -93,8 +91,8 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     (tests/spark/test_format_datahub_common_case.py)."""
     if not common_case:
         return _parsed(lines, source)
-    lines, message = with_common_case(lines, read_common_case(source))
-    return spliced(_parsed(lines, source, message), _from_common_case(F.col(COMMON_CASE)))
+    reading = read_common_case(source)
+    return parsed_with_common_case(lines, reading, lambda ls, message: _parsed(ls, source, message), _from_common_case)
 
 
 def read_common_case(source: SourceConfig) -> Column:

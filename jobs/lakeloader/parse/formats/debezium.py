@@ -42,7 +42,6 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import ob_types
 from lakeloader.parse.formats.common import (
-    COMMON_CASE,
     Converter,
     OpTable,
     WireFields,
@@ -66,14 +65,13 @@ from lakeloader.parse.formats.common import (
     jvm_reading,
     let,
     parse_json,
+    parsed_with_common_case,
     qualified,
     schema_qualified,
     spark_type_converters,
-    spliced,
     timestamp_of_millis,
     timestamp_text,
     with_canonical_images,
-    with_common_case,
     with_configured_types,
 )
 from lakeloader.spark import DEBEZIUM_EVENT
@@ -332,8 +330,7 @@ def with_common_case_events(
     event read by lakeloader/jvm/DebeziumEvents.java in one pass where it is the common case (plain types, no
     logical ones; `envelope`: whether the event may sit in `payload` beside `schema`); the Spark SQL parser reads
     every other message and stays the reference (tests/spark/test_format_debezium_common_case.py)."""
-    lines, message = with_common_case(lines, read_common_case(source, envelope))
-    return spliced(parsed(lines, message), _from_common_case(F.col(COMMON_CASE)))
+    return parsed_with_common_case(lines, read_common_case(source, envelope), parsed, _from_common_case)
 
 
 def read_common_case(source: SourceConfig, envelope: bool) -> Column:

@@ -38,7 +38,6 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import debezium
 from lakeloader.parse.formats.common import (
-    COMMON_CASE,
     Converter,
     OpTable,
     WireFields,
@@ -50,12 +49,11 @@ from lakeloader.parse.formats.common import (
     image_names,
     jvm_reading,
     parse_json,
+    parsed_with_common_case,
     qualified,
     spark_typed,
-    spliced,
     split_qualified,
     with_canonical_images,
-    with_common_case,
 )
 from lakeloader.spark import DEBEZIUM_SMT_ROW
 
@@ -82,9 +80,12 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     to (tests/spark/test_format_debezium_smt_common_case.py)."""
     if not common_case:
         return _parsed(lines, source)
-    lines, message = with_common_case(lines, read_common_case(lines, source))
-    common = common_case_columns(F.col(COMMON_CASE), ("raw_op", "op", "before", "after", "primary_key"))
-    return spliced(_parsed(lines, source, message), common)
+    return parsed_with_common_case(
+        lines,
+        read_common_case(lines, source),
+        lambda ls, message: _parsed(ls, source, message),
+        lambda common: common_case_columns(common, ("raw_op", "op", "before", "after", "primary_key")),
+    )
 
 
 def read_common_case(lines: DataFrame, source: SourceConfig) -> Column:

@@ -40,7 +40,6 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import ob_types
 from lakeloader.parse.formats.common import (
-    COMMON_CASE,
     Converter,
     OpTable,
     WireFields,
@@ -54,10 +53,9 @@ from lakeloader.parse.formats.common import (
     integer_text,
     jvm_reading,
     parse_json,
+    parsed_with_common_case,
     spark_typed,
-    spliced,
     with_canonical_images,
-    with_common_case,
     with_configured_types,
 )
 from lakeloader.spark import OMS_MESSAGE
@@ -117,9 +115,10 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
 
     if not common_case:
         return build(lines, declaration)
-    lines, message = with_common_case(lines, read_common_case(source))
-    finished = build(lines, declaration, message=message)
-    return spliced(finished, _from_common_case(F.col(COMMON_CASE)))
+    reading = read_common_case(source)
+    return parsed_with_common_case(
+        lines, reading, lambda ls, message: build(ls, declaration, message=message), _from_common_case
+    )
 
 
 def read_common_case(source: SourceConfig) -> Column:

@@ -29,7 +29,6 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import ob_types
 from lakeloader.parse.formats.common import (
-    COMMON_CASE,
     OpTable,
     WireFields,
     common_case_columns,
@@ -42,11 +41,10 @@ from lakeloader.parse.formats.common import (
     jvm_reading,
     overlay,
     parse_json,
+    parsed_with_common_case,
     qualified,
     spark_typed,
-    spliced,
     with_canonical_images,
-    with_common_case,
 )
 from lakeloader.spark import SHAREPLEX_MESSAGE
 
@@ -91,8 +89,8 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     (tests/spark/test_format_shareplex_common_case.py)."""
     if not common_case:
         return _parsed(lines, source)
-    lines, message = with_common_case(lines, read_common_case(source))
-    return spliced(_parsed(lines, source, message), _from_common_case(F.col(COMMON_CASE)))
+    reading = read_common_case(source)
+    return parsed_with_common_case(lines, reading, lambda ls, message: _parsed(ls, source, message), _from_common_case)
 
 
 def read_common_case(source: SourceConfig) -> Column:
