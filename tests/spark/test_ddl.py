@@ -223,6 +223,26 @@ def test_unsupported_ddl_follows_the_policy(spark, tmp_path):
     assert history(failing)[0]["status"] == "failed"
 
 
+def test_ddl_naming_a_column_the_table_cannot_store_is_skipped_under_the_policy_and_the_hour_goes_on(spark, tmp_path):
+    # a data message naming such a column is quarantined (reserved prefix, case twins); DDL adding one was a
+    # silent no-op (`_cdc_op` "exists": it is a metadata column) or held the table back with no status recorded
+    lines = [
+        *dw.insert(V1, 1, AT, {"id": 1, "name": "a", "qty": 1}),
+        alter(2, "ALTER TABLE items ADD COLUMN _cdc_op INT"),
+        alter(3, "ALTER TABLE items ADD COLUMN QTY INT"),
+        *dw.insert(V1, 4, AT, {"id": 2, "name": "b", "qty": 2}),
+    ]
+    source = make_source(tmp_path, ddl_policy="skip")
+    write(source, "h5.json", lines, H5)
+    run_hours(spark, source, [H5], emit=lambda _: None)
+
+    assert [(r["_cdc_seq"], r["status"], r["detail"]) for r in history(source)] == [
+        (2, "skipped", "column name(s) reserved for the loader's metadata (prefix _cdc_, any case): _cdc_op"),
+        (3, "skipped", "column names that differ only by case (Delta column names are case-insensitive): QTY, qty"),
+    ]
+    assert user_rows(silver(source))[1] == [(1, "a", 1), (2, "b", 2)]
+
+
 def test_skip_and_alert_skips_unsupported_ddl_and_the_hourly_check_alerts_with_the_statement(
     spark, tmp_path, http_receiver
 ):

@@ -138,6 +138,35 @@ def test_hostile_names_load_inside_the_lake_and_unstorable_names_and_bytes_are_q
     assert orders.num_rows == 1
 
 
+def test_changes_spelling_a_column_only_by_case_otherwise_go_to_the_apply_quarantine_and_the_table_loads(
+    spark, tmp_path
+) -> None:
+    # Delta takes `qty` and `QTY` as one column: adding the second failed, and held the table back at every run
+    def row(seq: int, row_id: int, qty: str) -> str:
+        table = dw.TableSpec("shop", "items", (("id", "LONG"), (qty, "LONG")), ("id",))
+        return dw.insert(table, seq, AT, {"id": row_id, qty: row_id})[0]
+
+    source = source_for("dataworks_json", tmp_path)
+    write_export(source, "h5.json", [row(1, 1, "qty"), row(2, 2, "QTY"), row(3, 3, "qty")], H5)
+    write_export(source, "h6.json", [row(4, 4, "Qty"), row(5, 5, "qty")], H6)
+
+    applied = [report(run(spark, source, [hour]), "apply", hour) for hour in (H5, H6)]
+
+    assert [a["held_back"] for a in applied] == [{}, {}]
+    reason = "column(s) differing only by case from the table's (Delta column names are case-insensitive): "
+    assert [a["rejection_reasons"] for a in applied] == [
+        {reason + "QTY (the table's qty)": 1},
+        {reason + "Qty (the table's qty)": 1},
+    ]
+    items = DeltaRsEngine().read(str(Path(source.lake_root) / zones.silver_table_dir(source.name, "shop", "items")))
+    assert sorted((r["id"], r["qty"]) for r in items.to_pylist()) == [(1, 1), (3, 3), (5, 5)]
+    quarantined = DeltaRsEngine().read(str(Path(source.lake_root) / zones.apply_quarantine_dir(source.name)))
+    assert sorted((r["origin_file"], r["origin_line"], r["row"]) for r in quarantined.to_pylist()) == [
+        ("h5.json", 2, '{"QTY": "2", "id": "2"}'),
+        ("h6.json", 1, '{"Qty": "4", "id": "4"}'),
+    ]
+
+
 @pytest.mark.parametrize("fmt", [f for f in wire.WRITERS if f != "dts_avro"])
 def test_a_message_whose_object_holds_a_name_twice_is_quarantined_and_the_others_parse(parse_messages, fmt) -> None:
     # JSON leaves a repeated name's meaning open; an image's map holding it twice once failed the whole hour

@@ -16,6 +16,7 @@ no full image before it in the batch stays partial and is merged column by colum
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -180,7 +181,8 @@ def batch_tables(data: DataFrame, key_overrides: dict[str, list[str]]) -> BatchT
         by_segment.setdefault((row["db"], row["table"], row["segment"]), []).append(row)
     shapes = []
     for (db, table, segment), rows in sorted(by_segment.items()):
-        ordered = [(r["name"], r["type"]) for r in sorted(rows, key=lambda r: (r["pos"], r["name"]))]
+        # a position two names share: the earlier declared first (of names differing only by case, the one kept)
+        ordered = [(r["name"], r["type"]) for r in sorted(rows, key=lambda r: (r["pos"], r["first"], r["name"]))]
         key = key_overrides.get(f"{db}.{table}") or keys.get((db, table)) or []
         shapes.append(TableShape(db, table, ordered, list(key), segment))
     counts = {(r["db"], r["table"]): (r["changes"], r["duplicates"]) for r in tables}
@@ -193,7 +195,7 @@ def _widest_types(rows: list) -> list[dict]:
     no exact join with those before it is left out, and its values that do not fit are rejected
     (`lakeloader.apply.silver`)."""
     by_column: dict[tuple, list] = {}
-    for row in sorted(rows, key=lambda r: [(v is None, v or 0) for v in r["first"]]):
+    for row in sorted(rows, key=_first):
         by_column.setdefault((row["db"], row["table"], row["segment"], row["name"]), []).append(row)
     joined = []
     for (db, table, segment, name), declared in by_column.items():
@@ -204,8 +206,14 @@ def _widest_types(rows: list) -> list[dict]:
             else:
                 spark_type = widest(spark_type, row["type"]) or spark_type
         position = min(r["pos"] for r in declared)
-        joined.append({"db": db, "table": table, "segment": segment, "name": name, "type": spark_type, "pos": position})
+        first = _first(declared[0])
+        joined.append(dict(db=db, table=table, segment=segment, name=name, type=spark_type, pos=position, first=first))
     return joined
+
+
+def _first(row: Any) -> list[tuple[bool, Any]]:
+    """A sort key for the ordering key (seq, seq2) of a column's first declaration, NULLs last."""
+    return [(v is None, v or 0) for v in row["first"]]
 
 
 def key_actions(data: DataFrame, shapes: list[TableShape], fmt: str) -> DataFrame:

@@ -25,6 +25,7 @@ from lakeloader.core.errors import LakeloaderError
 from lakeloader.core.storage import Store
 from lakeloader.engine import base as E
 from lakeloader.engine.base import TableEngine
+from lakeloader.parse.framing import CASE_TWINS, RESERVED_COLUMNS, RESERVED_PREFIX
 
 SCHEMA_SEQ_PROPERTY = "lakeloader.schemaSeq"
 APPLIED, NO_OP, SKIPPED, FAILED = "applied", "no-op", "skipped", "failed"
@@ -107,11 +108,12 @@ def _adds_joined(operations: tuple[S.Operation, ...]) -> list[S.Operation]:
 def _check(engine: TableEngine, uri: str, operations: tuple[S.Operation, ...]) -> None:
     """Raise UnsupportedOperation, naming the operation, if one of the statement's column operations cannot be
     performed on the table's schema as the operations before it leave it; so a multi-clause ALTER TABLE is
-    performed entirely or goes to the DDL policy entirely."""
-    if not engine.exists(uri):
-        return
-    columns = {f.name: spark_type_of_arrow(f.type) for f in engine.schema(uri)}
-    key = json.loads(engine.properties(uri).get(KEY_PROPERTY, "[]"))
+    performed entirely or goes to the DDL policy entirely. A column name the table could not store (the
+    loader's reserved prefix, or one differing only by case from another: `_check_stored_names`) is refused
+    whether or not the table exists."""
+    exists = engine.exists(uri)
+    columns = {f.name: spark_type_of_arrow(f.type) for f in engine.schema(uri)} if exists else {}
+    key = json.loads(engine.properties(uri).get(KEY_PROPERTY, "[]")) if exists else []
 
     def rename(old: str, new: str) -> None:
         if old in columns and new in columns and old != new:
@@ -121,6 +123,7 @@ def _check(engine: TableEngine, uri: str, operations: tuple[S.Operation, ...]) -
             key[:] = [new if k == old else k for k in key]
 
     for op in operations:
+        _check_stored_names(op, columns)
         if isinstance(op, S.AddColumns):
             columns.update({c.name: c.spark_type for c in op.columns if c.name not in columns})
         elif isinstance(op, S.DropColumns):
@@ -140,6 +143,31 @@ def _check(engine: TableEngine, uri: str, operations: tuple[S.Operation, ...]) -
                 )
             if old_type is not None:
                 columns[op.name] = op.spark_type
+
+
+def _check_stored_names(op: S.Operation, columns: dict[str, str]) -> None:
+    """Raise UnsupportedOperation if `op` would name a column as no message of the table may (the rule data
+    messages are quarantined by, `lakeloader.parse.framing.name_problem`): with the loader's reserved prefix, or
+    differing only by case from another of the table's columns (`columns`, as the operations before leave them),
+    which Delta takes as one column."""
+    if isinstance(op, S.CreateTable):
+        names, existing = [c.name for c in op.columns], []
+    elif isinstance(op, S.AddColumns):  # a reserved name is one of the metadata columns the table has
+        names = [c.name for c in op.columns]
+        existing = [name for name in columns if name not in names]
+    elif isinstance(op, S.RenameColumn) and op.old != op.new:
+        names, existing = [op.new], [name for name in columns if name != op.old]
+    elif isinstance(op, S.ChangeColumnType) and op.old and op.old != op.name:
+        names, existing = [op.name], [name for name in columns if name != op.old]
+    else:
+        return
+    reserved = [name for name in names if name.lower().startswith(RESERVED_PREFIX)]
+    if reserved:
+        raise UnsupportedOperation(RESERVED_COLUMNS + ", ".join(reserved))
+    lowered = [name.lower() for name in [*existing, *names]]
+    twins = sorted({name for name in [*existing, *names] if lowered.count(name.lower()) > 1})
+    if twins:
+        raise UnsupportedOperation(CASE_TWINS + ", ".join(twins))
 
 
 def _perform(

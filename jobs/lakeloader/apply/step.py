@@ -73,6 +73,8 @@ from lakeloader.engine.factory import engine_for
 from lakeloader.parse import canonical as C
 from lakeloader.spark import CACHED, read_parquet_dir
 
+CASE_TWIN_REASON = "column(s) differing only by case from the table's (Delta column names are case-insensitive): "
+
 
 def read_bronze(spark: SparkSession, lake: Store, source: str, hour: datetime) -> DataFrame:
     """The hour's bronze change log (empty for an hour nothing landed in, whose parse was skipped)."""
@@ -445,6 +447,7 @@ class _Batch:
             self.commit_info,
             self.file_size,
         )
+        shape, actions = self._without_case_twins(location, shape, actions)
         as_text = self._held_as_text(table.uri, shape)
         change_set = staged(self.engine, typed_change_set(actions, shape, self.loaded_at, as_text))
         change_set = self._as_of_schema(table.uri, shape, actions, change_set)
@@ -468,6 +471,37 @@ class _Batch:
         quarantine_rejections(self.engine, uri, self.source.name, rows, self.batch, self.loaded_at, self.commit_info)
         for rejection in rejections:
             self.rejection_reasons[rejection.reason] = self.rejection_reasons.get(rejection.reason, 0) + 1
+
+    def _without_case_twins(
+        self, location: D.TableLocation, shape: TableShape, actions: DataFrame
+    ) -> tuple[TableShape, DataFrame]:
+        """The segment without the changes whose image names a column differing only by case from one of the
+        table's columns, or from one the segment names before it (Delta takes the two as one column: adding it
+        failed, and held the table back at every run). Those changes go to the apply quarantine, as data
+        messages naming such twins together are quarantined at parse (`lakeloader.parse.framing`); no column is
+        renamed. Usually there is none, and nothing is read."""
+        uri = self.lake.child(location.silver_key())
+        spelled = {f.name.lower(): f.name for f in self.engine.schema(uri)} if self.engine.exists(uri) else {}
+        twins: dict[str, str] = {}
+        for name, _ in shape.columns:
+            kept = spelled.setdefault(name.lower(), name)
+            if kept != name:
+                twins[name] = kept
+        if not twins:
+            return shape, actions
+        selected = (F.col("db") == shape.db) & (F.col("table") == shape.table) & (F.col("segment") == shape.segment)
+        naming = F.exists(F.map_keys("image"), lambda k: k.isin(*twins))
+        fields = ["image", "seq", "seq2", "origin_file", "origin_line", E.ACTION]
+        rejections = []
+        for change in actions.where(selected & naming).select(*fields).toLocalIterator():
+            named = [f"{twin} (the table's {twins[twin]})" for twin in twins if twin in change["image"]]
+            reason = CASE_TWIN_REASON + ", ".join(named)
+            row = json.dumps(change["image"], sort_keys=True)
+            origin = (change["seq"], change["seq2"], change["origin_file"], change["origin_line"], change[E.ACTION])
+            rejections.append(Rejection(reason, row, *origin))
+        self._quarantine(location, tuple(rejections))
+        columns = [(name, spark_type) for name, spark_type in shape.columns if name not in twins]
+        return replace(shape, columns=columns), actions.where(~(selected & naming))
 
     def _held_as_text(self, uri: str, shape: TableShape) -> set[str]:
         """The columns the table holds as text that the batch declares of another type (binary aside): they take
