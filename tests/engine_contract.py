@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from decimal import Decimal
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -107,7 +108,18 @@ def exercise(engine, root: str) -> dict:
     engine.append(audit, pa.table({"hour": ["2026-01-01T01"], "rows": pa.array([4], pa.int64())}))
     record["appended"] = rows(engine, audit, ("hour", "rows"))
     record["version_grows"] = engine.version(uri) > first.version
+    record["checkpoints"] = _checkpoints(uri)
     return record
+
+
+def _checkpoints(uri: str) -> dict:
+    """The table's checkpoint interval (every table the engines create: 10 commits) and whether its log has a
+    checkpoint after the dozen commits `exercise` made."""
+    from deltalake import DeltaTable
+
+    configuration = DeltaTable(uri).metadata().configuration
+    log = Path(uri) / "_delta_log"
+    return {"interval": configuration.get("delta.checkpointInterval"), "written": any(log.glob("*.checkpoint.parquet"))}
 
 
 ORDER = (E.SEQ, E.SEQ2, E.POSITION)

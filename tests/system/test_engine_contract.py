@@ -44,6 +44,7 @@ EXPECTED = {
     "replaced": [[[1, "a"], [5, "e"]], PROPERTIES],
     "appended": [["2026-01-01T00", 3], ["2026-01-01T01", 4]],
     "version_grows": True,
+    "checkpoints": {"interval": "10", "written": True},
 }  # fmt: skip
 
 

@@ -234,7 +234,11 @@ def write_silver(
         convert_to_deltalake(
             str(uri),
             description=json.dumps({KEY_PROPERTY: json.dumps([KEY])}),  # as DeltaRsEngine.create records it
-            configuration={"delta.targetFileSize": str(target_file_size)} if target_file_size else None,
+            # as DeltaRsEngine.create configures a table
+            configuration={
+                **E.CHECKPOINT_INTERVAL,
+                **({E.FILE_SIZE_PROPERTY: str(target_file_size)} if target_file_size else {}),
+            },
         )
         uris.append(str(uri))
     shutil.rmtree(staging)

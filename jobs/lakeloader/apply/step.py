@@ -31,6 +31,7 @@ from decimal import Decimal
 from functools import partial
 from typing import Any, TypedDict
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -447,8 +448,9 @@ class _Batch:
             self.commit_info,
             self.file_size,
         )
-        shape, actions = self._without_case_twins(location, shape, actions)
-        as_text = self._held_as_text(table.uri, shape)
+        columns = self.engine.schema(table.uri) if self.engine.exists(table.uri) else pa.schema([])
+        shape, actions = self._without_case_twins(location, shape, actions, columns)
+        as_text = _held_as_text(columns, shape)
         change_set = staged(self.engine, typed_change_set(actions, shape, self.loaded_at, as_text))
         change_set = self._as_of_schema(table.uri, shape, actions, change_set)
         add_columns = self.source.auto_add_columns
@@ -473,15 +475,14 @@ class _Batch:
             self.rejection_reasons[rejection.reason] = self.rejection_reasons.get(rejection.reason, 0) + 1
 
     def _without_case_twins(
-        self, location: D.TableLocation, shape: TableShape, actions: DataFrame
+        self, location: D.TableLocation, shape: TableShape, actions: DataFrame, columns: pa.Schema
     ) -> tuple[TableShape, DataFrame]:
         """The segment without the changes whose image names a column differing only by case from one of the
         table's columns, or from one the segment names before it (Delta takes the two as one column: adding it
         failed, and held the table back at every run). Those changes go to the apply quarantine, as data
         messages naming such twins together are quarantined at parse (`lakeloader.parse.framing`); no column is
         renamed. Usually there is none, and nothing is read."""
-        uri = self.lake.child(location.silver_key())
-        spelled = {f.name.lower(): f.name for f in self.engine.schema(uri)} if self.engine.exists(uri) else {}
+        spelled = {f.name.lower(): f.name for f in columns}  # the table's columns
         twins: dict[str, str] = {}
         for name, _ in shape.columns:
             kept = spelled.setdefault(name.lower(), name)
@@ -502,15 +503,6 @@ class _Batch:
         self._quarantine(location, tuple(rejections))
         columns = [(name, spark_type) for name, spark_type in shape.columns if name not in twins]
         return replace(shape, columns=columns), actions.where(~(selected & naming))
-
-    def _held_as_text(self, uri: str, shape: TableShape) -> set[str]:
-        """The columns the table holds as text that the batch declares of another type (binary aside): they take
-        the changes' canonical text, the value as the source wrote it, rather than an engine's rendering of it
-        (Arrow writes 7.0 as '7', Spark an instant without its 'Z')."""
-        if not self.engine.exists(uri):
-            return set()
-        text = {f.name for f in self.engine.schema(uri) if spark_type_of_arrow(f.type) == "string"}
-        return {name for name, spark_type in shape.columns if name in text and spark_type not in ("string", "binary")}
 
     def _as_of_schema(self, uri: str, shape: TableShape, actions: DataFrame, change_set: ChangeSet) -> ChangeSet:
         """A change older than the table's last DDL is read against the schema as it was then: a column the
@@ -582,6 +574,14 @@ class _Batch:
 
 
 log = logging.getLogger(__name__)
+
+
+def _held_as_text(columns: pa.Schema, shape: TableShape) -> set[str]:
+    """The columns the table holds as text (`columns`) that the batch declares of another type (binary aside):
+    they take the changes' canonical text, the value as the source wrote it, rather than an engine's rendering of
+    it (Arrow writes 7.0 as '7', Spark an instant without its 'Z')."""
+    text = {f.name for f in columns if spark_type_of_arrow(f.type) == "string"}
+    return {name for name, spark_type in shape.columns if name in text and spark_type not in ("string", "binary")}
 
 
 def _declared_after(actions: DataFrame, shape: TableShape, mark: tuple[Decimal, Decimal]) -> set[str]:

@@ -31,6 +31,7 @@ from deltalake.exceptions import TableNotFoundError
 from deltalake.schema import Field
 
 from lakeloader.engine.base import (
+    CHECKPOINT_INTERVAL,
     FILE_SIZE_PROPERTY,
     NULL_AS_OLDEST,
     PARTIAL,
@@ -212,22 +213,18 @@ class DeltaRsEngine:
             schema=schema,
             mode="ignore",
             description=json.dumps(properties, sort_keys=True),
-            configuration={**configuration, **_all_with_statistics(schema)} or None,
+            configuration={**configuration, **CHECKPOINT_INTERVAL, **_all_with_statistics(schema)},
             storage_options=self.storage_options,
             commit_properties=CommitProperties(custom_metadata=commit_info),
         )
 
     def properties(self, uri: str) -> dict[str, str]:
-        """Delta's table configuration only takes delta.* keys, so ours live in the table description."""
-        description = self._table(uri).metadata().description
-        try:
-            return dict(json.loads(description)) if description else {}
-        except ValueError:
-            return {}
+        return _properties(self._table(uri))
 
     def set_properties(self, uri: str, properties: dict[str, str], commit_info: dict[str, str]) -> None:
-        merged = {**self.properties(uri), **properties}
-        self._table(uri).alter.set_table_description(
+        table = self._table(uri)
+        merged = {**_properties(table), **properties}
+        table.alter.set_table_description(
             json.dumps(merged, sort_keys=True), commit_properties=CommitProperties(custom_metadata=commit_info)
         )
 
@@ -278,7 +275,7 @@ class DeltaRsEngine:
             return table
         commit = CommitProperties(custom_metadata=commit_info)
         table.alter.set_table_properties({STATS_COLUMNS_PROPERTY: wanted}, commit_properties=commit)
-        return self._table(uri)
+        return table  # a DeltaTable follows its own commits
 
     def merge(
         self,
@@ -317,7 +314,7 @@ class DeltaRsEngine:
             inserted=metrics["num_target_rows_inserted"],
             updated=metrics["num_target_rows_updated"],
             deleted=metrics["num_target_rows_deleted"],
-            version=self._table(uri).version(),
+            version=table.version(),
         )
 
     def delete_where(self, uri: str, predicate: Predicate, commit_info: dict[str, str]) -> int:
@@ -367,10 +364,11 @@ class DeltaRsEngine:
         rewrites several times the bytes (docs/performance.md)."""
         commit = CommitProperties(custom_metadata=commit_info)
         table = self._table(uri)
-        if not _aims_at(table, file_size):
-            table.alter.set_table_properties({FILE_SIZE_PROPERTY: str(file_size)}, commit_properties=commit)
-        optimize = self._table(uri).optimize
-        if len(columns) == 1 and columns[0] not in _without_statistics(self._table(uri)):
+        configuration = {FILE_SIZE_PROPERTY: str(file_size), **CHECKPOINT_INTERVAL}  # a table created before has none
+        if any(table.metadata().configuration.get(name) != value for name, value in configuration.items()):
+            table.alter.set_table_properties(configuration, commit_properties=commit)
+        optimize = table.optimize
+        if len(columns) == 1 and columns[0] not in _without_statistics(table):
             metrics = optimize.z_order(columns, target_size=file_size, commit_properties=commit)
         else:
             metrics = optimize.compact(target_size=file_size, commit_properties=commit)
@@ -425,6 +423,15 @@ class DeltaRsEngine:
     def row_count(self, uri: str) -> int:
         query = QueryBuilder().register("t", self._table(uri))
         return int(pa.table(query.execute("SELECT count(*) AS n FROM t"))["n"][0].as_py())
+
+
+def _properties(table: DeltaTable) -> dict[str, str]:
+    """Delta's table configuration only takes delta.* keys, so ours live in the table description."""
+    description = table.metadata().description
+    try:
+        return dict(json.loads(description)) if description else {}
+    except ValueError:
+        return {}
 
 
 def _aims_at(table: DeltaTable, file_size: int) -> bool:

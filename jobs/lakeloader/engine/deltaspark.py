@@ -28,6 +28,7 @@ from pyspark.sql.types import DataType, StructType
 
 from lakeloader.core.storage import spark_path
 from lakeloader.engine.base import (
+    CHECKPOINT_INTERVAL,
     FILE_SIZE_PROPERTY,
     NULL_AS_OLDEST,
     PARTIAL,
@@ -164,8 +165,9 @@ class DeltaSparkEngine:
             .addColumns(spark_schema(schema))
             .comment(json.dumps(properties, sort_keys=True))
         )
-        if file_size:
-            builder = builder.property(FILE_SIZE_PROPERTY, str(file_size))
+        configuration = {FILE_SIZE_PROPERTY: str(file_size)} if file_size else {}
+        for name, value in {**configuration, **CHECKPOINT_INTERVAL}.items():
+            builder = builder.property(name, value)
         with self._committing(commit_info, **ANY_PROPERTY):
             builder.execute()
 
@@ -288,10 +290,10 @@ class DeltaSparkEngine:
 
     def recluster(self, uri: str, columns: list[str], file_size: int, commit_info: dict[str, str]) -> int:
         """Delta's OPTIMIZE: Z-order by a one-column key, else compaction; files aim at `file_size`."""
+        configuration = {FILE_SIZE_PROPERTY: str(file_size), **CHECKPOINT_INTERVAL}  # a table created before has none
+        listed = ", ".join(f"'{name}' = '{value}'" for name, value in configuration.items())
         with self._committing(commit_info, **ANY_PROPERTY):
-            self.spark.sql(
-                f"ALTER TABLE {self._sql_name(uri)} SET TBLPROPERTIES ('{FILE_SIZE_PROPERTY}' = '{file_size}')"
-            )
+            self.spark.sql(f"ALTER TABLE {self._sql_name(uri)} SET TBLPROPERTIES ({listed})")
         with self._committing(commit_info, **{OPTIMIZE_FILE_SIZE: str(file_size)}):
             optimize = self._table(uri).optimize()
             result = optimize.executeZOrderBy(columns[0]) if len(columns) == 1 else optimize.executeCompaction()
