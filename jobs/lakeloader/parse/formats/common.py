@@ -175,25 +175,39 @@ def extracted_int(text: Column, pattern: str, group: int) -> Column:
     return F.nullif(F.regexp_extract(text, pattern, group), F.lit("")).try_cast("int")
 
 
-# The epoch numbers whose microseconds a bigint holds: beyond them Spark's timestamp_millis and timestamp_seconds fail
-# the job (long overflow) instead of returning NULL.
-_MAX_MILLIS, _MAX_SECONDS = (2**63 - 1) // 1000, (2**63 - 1) // 1_000_000
+# The epoch numbers of the instants from 0001-01-01 to 9999-12-31 UTC, the years a date or time's text has (four
+# digits) and Python's datetime holds. Beyond a bigint's microseconds Spark's timestamp_millis and
+# timestamp_seconds fail the job (long overflow); before that they give years Spark writes as '+10000-01-01' or
+# '0000-12-31', which a reader of the table in Python cannot convert.
+_FIRST_SECONDS, _LAST_SECONDS = -62_135_596_800, 253_402_300_799
+_FIRST_MILLIS, _LAST_MILLIS = _FIRST_SECONDS * 1000, _LAST_SECONDS * 1000 + 999
 
 
 def timestamp_of_millis(millis: Column) -> Column:
-    """Epoch milliseconds (a bigint) -> timestamp; NULL where they overflow one (a hostile time never fails a run)."""
-    return F.timestamp_millis(F.when(millis.between(-_MAX_MILLIS, _MAX_MILLIS), millis))
+    """Epoch milliseconds (a bigint) -> timestamp; NULL outside years 1-9999 (a hostile time never fails a run)."""
+    return F.timestamp_millis(F.when(millis.between(_FIRST_MILLIS, _LAST_MILLIS), millis))
+
+
+def timestamp_of_micros(micros: Column) -> Column:
+    """Epoch microseconds (a bigint) -> timestamp; NULL outside years 1-9999."""
+    first, last = _FIRST_SECONDS * 1_000_000, _LAST_SECONDS * 1_000_000 + 999_999
+    return F.timestamp_micros(F.when(micros.between(first, last), micros))
 
 
 def timestamp_of_seconds(seconds: Column) -> Column:
-    """Epoch seconds (a bigint) -> timestamp; NULL where they overflow one."""
-    return F.timestamp_seconds(F.when(seconds.between(-_MAX_SECONDS, _MAX_SECONDS), seconds))
+    """Epoch seconds (a bigint) -> timestamp; NULL outside years 1-9999."""
+    return F.timestamp_seconds(F.when(seconds.between(_FIRST_SECONDS, _LAST_SECONDS), seconds))
 
 
 def timestamp_text(ts: Column) -> Column:
     """Canonical text of a timestamp (UTC) or timestamp_ntz (the wall clock): microseconds, what Spark and
-    Delta hold."""
-    return F.date_format(ts, CANONICAL_TIMESTAMP)
+    Delta hold; NULL (not a value) outside years 1-9999, which no date-time text of the formats reaches."""
+    return F.when(F.year(ts).between(1, 9999), F.date_format(ts, CANONICAL_TIMESTAMP))
+
+
+def date_text(date: Column) -> Column:
+    """Canonical text of a date ('yyyy-MM-dd'); NULL outside years 1-9999, as `timestamp_text`."""
+    return F.when(F.year(date).between(1, 9999), date.cast("string"))
 
 
 _EPOCH = r"^(-?)([0-9]+)(?:\.([0-9]*))?$"

@@ -40,6 +40,7 @@ from lakeloader.parse.formats.common import (
     common_case_columns,
     configured_map,
     configured_types,
+    date_text,
     declare_names,
     finish,
     integer_text,
@@ -263,7 +264,7 @@ def _datahub_date(v: Column, _type: Column | None = None) -> Column:
     """DataHub has no DATE type: a date column holds 'YYYY-MM-DD' text, or a TIMESTAMP's epoch microseconds at
     midnight UTC (another time of day is no date: NULL, so the row is rejected)."""
     micros = F.when(v.rlike(r"^-?[0-9]{1,19}$"), v.try_cast("bigint"))
-    from_micros = F.when(F.pmod(micros, F.lit(DAY_MICROS)) == 0, F.to_date(F.timestamp_micros(micros)).cast("string"))
+    from_micros = F.when(F.pmod(micros, F.lit(DAY_MICROS)) == 0, date_text(F.to_date(F.timestamp_micros(micros))))
     return F.coalesce(checked_date(v), from_micros)
 
 

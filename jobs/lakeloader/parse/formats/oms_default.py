@@ -55,6 +55,7 @@ from lakeloader.parse.formats.common import (
     parse_json,
     parsed_with_common_case,
     spark_typed,
+    timestamp_of_micros,
     with_canonical_images,
     with_configured_types,
 )
@@ -156,7 +157,7 @@ def _seq(time_text: Column) -> Column:
 
 
 def _event_time(time_text: Column) -> Column:
-    return F.timestamp_micros(epoch_micros(time_text, 6))
+    return timestamp_of_micros(epoch_micros(time_text, 6))
 
 
 def build(

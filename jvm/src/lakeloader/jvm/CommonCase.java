@@ -12,6 +12,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
+import java.util.regex.Pattern;
 import org.apache.spark.sql.Row;
 
 /**
@@ -60,6 +61,13 @@ final class CommonCase {
 
     /** The field Spark's JSON reader fills with a malformed record's text: a message naming it is left to it. */
     static final String CORRUPT_RECORD = "_corrupt_record";
+
+    /** Epoch milliseconds of 0001-01-01 and of 9999-12-31 23:59:59.999 UTC: common.timestamp_of_millis's range. */
+    static final long FIRST_MILLIS = -62_135_596_800_000L;
+
+    static final long LAST_MILLIS = 253_402_300_799_999L;
+
+    private static final Pattern MILLIS = Pattern.compile("-?[0-9]{1,15}");
 
     private CommonCase() {}
 
@@ -191,6 +199,15 @@ final class CommonCase {
             default -> throw NotCommon.INSTANCE;
         };
         return new String[] {name, v == JsonToken.VALUE_NULL ? null : p.getText(), kind};
+    }
+
+    /** Whether the text is epoch milliseconds (`^-?[0-9]+$`) that common.timestamp_of_millis reads as a time. */
+    static boolean isMillis(String text) {
+        if (!MILLIS.matcher(text).matches()) {
+            return false;
+        }
+        long millis = Long.parseLong(text);
+        return millis >= FIRST_MILLIS && millis <= LAST_MILLIS;
     }
 
     /** Whether the text is what common.integer_text reads as a number: \\s*-?[0-9]{1,38}\\s* (Java's \\s). */

@@ -11,7 +11,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.regex.Pattern;
 import lakeloader.jvm.CommonCase.NotCommon;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
@@ -44,12 +43,6 @@ public final class DataHubRows implements UDF2<String, String, Row> {
     private static final long serialVersionUID = 1L;
 
     private static final CommonCase.Settings<Config> SETTINGS = new CommonCase.Settings<>(DataHubRows::config);
-
-    /**
-     * An execute time the parser reads as epoch milliseconds (`^-?[0-9]+$`) that cannot overflow a timestamp; text
-     * times (read by a cast) are left to it.
-     */
-    private static final Pattern MILLIS = Pattern.compile("-?[0-9]{1,15}");
 
     private record Config(
             Map<String, Map<String, String>> columnTypes,
@@ -108,7 +101,7 @@ public final class DataHubRows implements UDF2<String, String, Row> {
         String sequence = meta[SEQUENCE];
         String executeTime = meta[EXECUTE_TIME];
         if (settings.db() == null || meta[TABLE] == null || sequence == null || !CommonCase.isSequence(sequence)
-                || (executeTime != null && !MILLIS.matcher(executeTime).matches())) {
+                || (executeTime != null && !CommonCase.isMillis(executeTime))) { // a text time is the parser's to read
             throw NotCommon.INSTANCE;
         }
         String table = settings.db() + "." + meta[TABLE];

@@ -50,7 +50,6 @@ import org.apache.spark.sql.api.java.UDF2;
 public final class DataWorksMessages implements UDF2<String, String, Row> {
     private static final long serialVersionUID = 1L;
 
-    private static final long MAX_DATE_MILLIS = 253_402_300_799_999L; // 9999-12-31 23:59:59.999 UTC
     private static final Pattern BASE64 =
             Pattern.compile("(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?");
     private static final String CONFIGURED = "configured ";
@@ -358,7 +357,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
                     throw NotCommon.INSTANCE;
                 }
                 long millis = Long.parseLong(text);
-                if (millis < 0 || millis > MAX_DATE_MILLIS) {
+                if (millis < 0 || millis > CommonCase.LAST_MILLIS) {
                     throw NotCommon.INSTANCE;
                 }
                 return dateText(millis);
