@@ -151,10 +151,36 @@ def test_rename_table_mid_hour_continues_the_same_silver_table(spark, tmp_path):
         H5,
     )
     write(source, "h6.json", [*dw.delete(goods, 4, AT, {"id": 1, "name": "a", "qty": 1})], H6)
-    run_hours(spark, source, [H5, H6], emit=lambda _: None)
+    run_hours(spark, source, [H5, H6, H5], emit=lambda _: None)  # a rerun of the hour finds the table moved
 
     assert user_rows(silver(source, "goods")) == (["id", "name", "qty"], [(2, "b", 2)])
     assert not (Path(source.lake_root) / zones.silver_table_dir("shop", "shop", "items")).exists()
+
+
+def test_rename_and_drop_of_a_table_not_loaded_yet_send_its_older_changes_where_they_belong_in_any_hour_order(
+    spark, tmp_path
+):
+    # the rename or drop found no silver table (its older changes in an hour applied later) and recorded no move:
+    # the older hour then loaded the table under its old name, and a rename's later changes went there too
+    goods = spec(("name", "STRING"), ("qty", "LONG"), table="goods")
+    rename = dw.message(V1, "RENAME", 5, AT, ddl="RENAME TABLE `shop`.`items` TO `shop`.`goods`")
+    drop = dw.message(V1, "ERASE", 5, AT, ddl="DROP TABLE items")
+    renamed, dropped = (make_source(tmp_path / name, ddl_policy="fail") for name in ("rename", "drop"))
+    write(renamed, "h6.json", [rename, *dw.insert(goods, 6, AT, {"id": 2, "name": "b", "qty": 2})], H6)
+    write(dropped, "h6.json", [drop, *dw.insert(V1, 6, AT, {"id": 2, "name": "b", "qty": 2})], H6)
+    for source in (renamed, dropped):
+        run_hours(spark, source, [H6], emit=lambda _: None)
+    assert user_rows(silver(renamed, "goods")) == (["id", "name", "qty"], [(2, "b", 2)])
+
+    for source in (renamed, dropped):  # the older hour's export arrives late; then both hours are rerun
+        write(source, "h5.json", [*dw.insert(V1, 1, AT, {"id": 1, "name": "a", "qty": 1})], H5)
+        run_hours(spark, source, [H5, H6, H5], emit=lambda _: None)
+
+    assert user_rows(silver(renamed, "goods")) == (["id", "name", "qty"], [(1, "a", 1), (2, "b", 2)])
+    assert not (Path(renamed.lake_root) / zones.silver_table_dir("shop", "shop", "items")).exists()
+    assert user_rows(silver(dropped)) == (["id", "name", "qty"], [(2, "b", 2)])
+    assert [(r["_cdc_seq"], r["status"]) for r in history(renamed)] == [(5, "applied")]  # a rerun adds no record
+    assert [(r["_cdc_seq"], r["status"]) for r in history(dropped)] == [(5, "applied")]
 
 
 def test_drop_table_archives_it_and_later_inserts_start_a_new_table(spark, tmp_path):

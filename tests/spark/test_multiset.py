@@ -76,6 +76,25 @@ def test_a_truncate_empties_a_multiset_and_older_copies_arriving_late_do_not_cou
     assert in_order == shuffled == Counter({("a", 1): 1, ("b", 2): 1})
 
 
+def test_a_truncate_applied_before_the_multiset_exists_still_drops_older_copies_exported_later(spark, tmp_path):
+    truncate = dw.message(EVENTS, "TRUNCATE", 40, AT, ddl="TRUNCATE TABLE events")
+    arrivals = {
+        HOURS[1]: [truncate],
+        HOURS[2]: [*dw.insert(EVENTS, 12, AT, ev("a", 1)), *dw.insert(EVENTS, 42, AT, ev("b", 2))],
+        HOURS[0]: [*dw.insert(EVENTS, 10, AT, ev("a", 1))],
+    }
+    source = SourceConfig(
+        name="shop", format="dataworks_json", export_uri=str(tmp_path / "exports"), lake_root=str(tmp_path / "lake")
+    )
+    for hour, lines in arrivals.items():  # each hour's export written just before the hour runs: none lands early
+        path = tmp_path / "exports" / f"part-{hour:%H}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n")
+        os.utime(path, (hour.timestamp() + 60, hour.timestamp() + 60))
+        run_hours(spark, source, [hour], emit=lambda _: None)
+    assert load(spark, tmp_path, arrivals, []) == Counter({("b", 2): 1})
+
+
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(min_value=0, max_value=2**32 - 1))
 def test_random_streams_over_few_contents_equal_the_multiset_model(spark, tmp_path_factory, seed):

@@ -96,6 +96,21 @@ def test_truncate_empties_the_table_at_its_point_in_the_sequence(spark, tmp_path
     assert in_order == shuffled == [(4, "d", 1)]
 
 
+def test_a_truncate_applied_before_its_table_exists_still_drops_older_changes_exported_later(spark, tmp_path):
+    # the TRUNCATE found no silver table and was ignored: the older insert, exported late, then loaded
+    truncate = dw.message(ITEMS, "TRUNCATE", 40, AT, ddl="TRUNCATE TABLE items")
+    source = make_source(tmp_path)
+    arrivals = [
+        (H6, [truncate]),
+        (H7, [*dw.insert(ITEMS, 12, AT, item(1, "older than the truncate")), *dw.insert(ITEMS, 41, AT, item(4, "d"))]),
+        (H5, [*dw.insert(ITEMS, 10, AT, item(2, "older, its hour rerun"))]),
+    ]
+    for hour, lines in arrivals:  # each hour's export written just before the hour runs: none lands early
+        write(Path(source.export_uri), f"part-{hour:%H}.json", lines, hour)
+        run_hours(spark, source, [hour], emit=lambda _: None)
+    assert items_table(source) == [(4, "d", 1)]
+
+
 def test_a_truncate_alone_in_its_hour_empties_the_table(spark, tmp_path):
     files = {
         H5: [*dw.insert(ITEMS, 10, AT, item(1, "a"))],

@@ -17,6 +17,7 @@ import pyarrow as pa
 from lakeloader.apply import multiset
 from lakeloader.apply.ddl import statements as S
 from lakeloader.apply.ddl.moves import TableMove, record_move
+from lakeloader.apply.ddl.truncations import record_truncation
 from lakeloader.apply.ddl.types import arrow_type, spark_type_of_arrow
 from lakeloader.apply.ddl.widening import is_widening
 from lakeloader.apply.silver import KEY_PROPERTY, SilverTable, truncate, widen_columns
@@ -197,21 +198,26 @@ def _perform(
         engine.create(uri, engine.schema(like_uri), {KEY_PROPERTY: like_key}, info)
         return Outcome(APPLIED, f"created with the columns and key of {like.db}.{like.table}")
     if isinstance(op, S.TruncateTable):
-        if not exists:
-            return Outcome(NO_OP, "table not loaded yet")
+        if not exists:  # its older changes, in an hour applied later, are not loaded (apply.ddl.truncations)
+            record_truncation(lake, location.source, (location.db, location.table), order)
+            return Outcome(APPLIED, "recorded: no silver table yet, so older changes are not loaded")
         key = json.loads(engine.properties(uri).get(KEY_PROPERTY, "[]"))
         deleted = truncate(engine, SilverTable(uri, lake.child(location.tombstones_key()), key, info), order)
         return Outcome(APPLIED, f"deleted {deleted} rows older than this statement; older changes are ignored")
-    if not exists:
-        return Outcome(NO_OP, "table not loaded yet")
     if isinstance(op, S.RenameTable):
-        return _rename_table(lake, location, op, order)
+        return _rename_table(lake, location, op, order, exists)
     if isinstance(op, S.DropTable):
+        # recorded also when the table has no silver table yet: its older changes, in an hour applied later, are
+        # not loaded (tables_moves: a name's changes no newer than its drop belong nowhere)
+        record_move(lake, location.source, TableMove((location.db, location.table), None, order))
+        if not exists:
+            return Outcome(APPLIED, "recorded: no silver table yet, so older changes are not loaded")
         archive = zones.archive_dir(location.source, location.db, location.table, order)
         lake.move_tree(location.silver_key(), archive)
         _move_if_present(lake, location.tombstones_key(), f"{archive}-tombstones")
-        record_move(lake, location.source, TableMove((location.db, location.table), None, order))
         return Outcome(APPLIED, f"archived to {archive}")
+    if not exists:
+        return Outcome(NO_OP, "table not loaded yet")
     schema = engine.schema(uri)
     key = json.loads(engine.properties(uri).get(KEY_PROPERTY, "[]"))
     if isinstance(op, S.AddColumns):
@@ -274,15 +280,23 @@ def _rename_column(
     return Outcome(APPLIED, f"renamed column {old} to {new}")
 
 
-def _rename_table(lake: Store, location: TableLocation, op: S.RenameTable, order: OrderKey) -> Outcome:
+def _rename_table(lake: Store, location: TableLocation, op: S.RenameTable, order: OrderKey, exists: bool) -> Outcome:
+    """Move the table (when it has a silver table) and record the move, so its changes in this batch after the
+    rename, and its older changes in hours applied later, load under the new name."""
     target = TableLocation(location.source, op.new.db or location.db, op.new.table)
+    if (target.db, target.table) == (location.db, location.table):  # a rerun: the moves sent the statement here
+        return Outcome(NO_OP, f"already renamed to {target.db}.{target.table}")
+    move = TableMove((location.db, location.table), (target.db, target.table), order)
     if lake.stat(f"{target.silver_key()}/_delta_log/00000000000000000000.json") is not None:
         raise UnsupportedOperation(f"renaming to {target.db}.{target.table}, which already has a silver table")
-    lake.move_tree(location.silver_key(), target.silver_key())
-    _move_if_present(lake, location.tombstones_key(), target.tombstones_key())
-    record_move(lake, location.source, TableMove((location.db, location.table), (target.db, target.table), order))
+    if exists:
+        lake.move_tree(location.silver_key(), target.silver_key())
+        _move_if_present(lake, location.tombstones_key(), target.tombstones_key())
+    record_move(lake, location.source, move)
     old = f"{location.db}.{location.table}"
     location.db, location.table = target.db, target.table
+    if not exists:
+        return Outcome(APPLIED, f"recorded the rename of {old} to {target.db}.{target.table}: no silver table yet")
     return Outcome(APPLIED, f"moved silver table {old} to {target.db}.{target.table}")
 
 

@@ -50,6 +50,7 @@ class SilverTable:
     key: list[str]
     commit_info: dict[str, str]
     file_size: int | None = None  # what the table's files aim at when the apply step creates it
+    truncated: tuple[Decimal, Decimal] | None = None  # its truncation mark when created (apply.ddl.truncations)
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,8 @@ def _ensure_table(engine: TableEngine, table: SilverTable, change_set: ChangeSet
     data_schema = pa.schema([f for f in change_set.schema if f.name not in (*E.STAGING_COLUMNS, E.RANK)])
     if not engine.exists(table.uri):
         properties = {KEY_PROPERTY: json.dumps(table.key)}
+        if table.truncated is not None:
+            properties[TRUNCATED_PROPERTY] = json.dumps([str(v) for v in table.truncated])
         engine.create(table.uri, data_schema, properties, table.commit_info, table.file_size)
         return change_set
     existing = engine.schema(table.uri)

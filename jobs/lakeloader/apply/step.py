@@ -49,6 +49,7 @@ from lakeloader.apply.ddl.columns import (
 )
 from lakeloader.apply.ddl.events import DdlEvent, ddl_events, record_history
 from lakeloader.apply.ddl.moves import Order, TableMove, read_moves, resolve, with_moves
+from lakeloader.apply.ddl.truncations import read_truncations
 from lakeloader.apply.ddl.types import spark_type_of_arrow
 from lakeloader.apply.ddl.widening import widest
 from lakeloader.apply.key_actions import POSITION, TableShape, batch_tables, key_actions, with_order
@@ -391,6 +392,7 @@ class _Batch:
         self.widenings: list[DdlEvent] = []  # columns widened for the data, recorded like DDL in the schema history
         self.rejection_reasons: dict[str, int] = {}  # changes no column type could hold, quarantined, by reason
         self.file_size = source.silver_file_size_mb * 2**20
+        self.truncations = read_truncations(lake, source.name)  # of tables without a silver table when truncated
 
     def apply_table(self, db: str, table: str, shapes: dict[int, TableShape], events: list[DdlEvent]) -> dict:
         location = D.TableLocation(self.source.name, db, table)
@@ -447,6 +449,7 @@ class _Batch:
             shape.key,
             self.commit_info,
             self.file_size,
+            self.truncations.get((location.db, location.table)),
         )
         columns = self.engine.schema(table.uri) if self.engine.exists(table.uri) else pa.schema([])
         shape, actions = self._without_case_twins(location, shape, actions, columns)
@@ -789,10 +792,12 @@ def _truncations(
     which tables this batch truncates."""
     since: dict[TableId, tuple[Decimal, Decimal]] = {}
     truncated: set[TableId] = set()
+    recorded = read_truncations(lake, source)  # truncations of tables that had no silver table yet
     for shape in shapes:
         name = (shape.db, shape.table)
         uri = silver_uri(lake, source, shape)
-        marks: list[tuple[Decimal, Decimal] | None] = [truncation_mark(engine, uri)] if engine.exists(uri) else []
+        exists = engine.exists(uri)
+        marks: list[tuple[Decimal, Decimal] | None] = [truncation_mark(engine, uri) if exists else recorded.get(name)]
         for event in events_by_table.get(name, []):
             if isinstance(event.statement, S.Statement) and any(
                 isinstance(op, S.TruncateTable) for op in event.statement.operations
