@@ -208,13 +208,15 @@ def _perform(
         return _rename_table(lake, location, op, order, exists)
     if isinstance(op, S.DropTable):
         # recorded also when the table has no silver table yet: its older changes, in an hour applied later, are
-        # not loaded (tables_moves: a name's changes no newer than its drop belong nowhere)
+        # not loaded (ddl.moves: a name's changes no newer than its drop belong nowhere). Moved first: a rerun
+        # after a failure between the two finds no table and records the drop
+        archive = zones.archive_dir(location.source, location.db, location.table, order)
+        if exists:
+            lake.move_tree(location.silver_key(), archive)
+            _move_if_present(lake, location.tombstones_key(), f"{archive}-tombstones")
         record_move(lake, location.source, TableMove((location.db, location.table), None, order))
         if not exists:
             return Outcome(APPLIED, "recorded: no silver table yet, so older changes are not loaded")
-        archive = zones.archive_dir(location.source, location.db, location.table, order)
-        lake.move_tree(location.silver_key(), archive)
-        _move_if_present(lake, location.tombstones_key(), f"{archive}-tombstones")
         return Outcome(APPLIED, f"archived to {archive}")
     if not exists:
         return Outcome(NO_OP, "table not loaded yet")
