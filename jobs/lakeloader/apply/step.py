@@ -43,6 +43,7 @@ from lakeloader.apply.ddl.columns import (
     ColumnChange,
     applied_changes,
     change_position,
+    keyed_as_later,
     position_literal,
     read_as_later,
     renames_or_drops,
@@ -208,6 +209,8 @@ def apply_changes(
     data = bronze.where(F.col("kind") == C.DATA)
     data = with_segments(with_identities(with_moves(data, moves), identities), events_by_table)
     data = with_order(data, source.format)
+    applied = applied_changes(engine, lake, source.name, source.source_dialect, moves, identities)
+    data = keyed_as_later(data, _of_keyed_tables(engine, lake, source.name, applied))
     configured = {source.table_name(name): list(key) for name, key in source.primary_keys.items()}
     held_back: dict[str, dict] = {}
     shapes = []
@@ -226,7 +229,7 @@ def apply_changes(
     keyless = counted_once + around_ddl
     shapes = keyed + keyless
     counts_per_table = in_batch.counts
-    multisets = _Multisets(engine, lake, source, data, log, moves, identities)
+    multisets = _Multisets(engine, source, data, log, moves, identities, applied)
     actions = None
     if keyed:
         actions = key_actions(data.where(~_among(keyless)), keyed, source.format)
@@ -579,6 +582,19 @@ class _Batch:
 log = logging.getLogger(__name__)
 
 
+def _of_keyed_tables(
+    engine: TableEngine, lake: Store, source: str, changes: dict[TableId, list[ColumnChange]]
+) -> dict[TableId, list[ColumnChange]]:
+    """The column renames and drops of the tables that have a key (a keyless table reads its changes through them
+    itself, `_Multisets`)."""
+    keyed = {}
+    for (db, table), table_changes in changes.items():
+        key = recorded_key(engine, lake.child(zones.silver_table_dir(source, db, table)))
+        if key and key != multiset.KEY:
+            keyed[(db, table)] = table_changes
+    return keyed
+
+
 def _held_as_text(columns: pa.Schema, shape: TableShape) -> set[str]:
     """The columns the table holds as text (`columns`) that the batch declares of another type (binary aside):
     they take the changes' canonical text, the value as the source wrote it, rather than an engine's rendering of
@@ -625,11 +641,11 @@ class _Multisets:
     """The keyless tables' side of a batch: the change log (read once, when first needed), the column renames
     and drops applied so far, and the counted actions of one table segment around the batch's DDL."""
 
-    def __init__(self, engine, lake, source: SourceConfig, data: DataFrame, log, moves, identities) -> None:
-        self.engine, self.lake, self.source, self.data = engine, lake, source, data
+    def __init__(self, engine, source: SourceConfig, data: DataFrame, log, moves, identities, applied) -> None:
+        self.engine, self.source, self.data = engine, source, data
         self._log, self.moves, self.identities = log, moves, identities
         self._history: DataFrame | None = None
-        self._changes: dict[TableId, list[ColumnChange]] | None = None
+        self._changes: dict[TableId, list[ColumnChange]] = applied
 
     def history(self) -> DataFrame:
         if self._history is None:
@@ -638,10 +654,6 @@ class _Multisets:
         return self._history
 
     def column_changes(self) -> dict[TableId, list[ColumnChange]]:
-        if self._changes is None:
-            self._changes = applied_changes(
-                self.engine, self.lake, self.source.name, self.source.source_dialect, self.moves, self.identities
-            )
         return self._changes
 
     def segment(

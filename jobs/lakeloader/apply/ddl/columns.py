@@ -12,8 +12,11 @@ batch's own DDL messages as they are applied.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import operator
+import re
+from collections.abc import Callable, Iterable
 from decimal import Decimal
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -42,6 +45,11 @@ def renames_or_drops(operations: Iterable[S.Operation]) -> list[S.Operation]:
     ]
 
 
+# the words of every statement `renames_or_drops` finds (RENAME COLUMN, DROP [COLUMN], MySQL CHANGE, Oracle SET
+# UNUSED): the schema history's other statements, most of them (ADD COLUMN), are not parsed again each batch
+_MAY_RENAME_OR_DROP = re.compile(r"rename|drop|change|unused", re.IGNORECASE)
+
+
 def applied_changes(
     engine: TableEngine,
     lake: Store,
@@ -56,7 +64,7 @@ def applied_changes(
         return {}
     changes: dict[TableId, list[ColumnChange]] = {}
     for row in engine.read(uri).to_pylist():
-        if row["status"] != "applied" or not row["ddl"]:
+        if row["status"] != "applied" or not row["ddl"] or not _MAY_RENAME_OR_DROP.search(row["ddl"]):
             continue
         parsed = S.parse_ddl(row["ddl"], dialect)
         statements = parsed.statements if isinstance(parsed, S.Statements) else (parsed,)
@@ -76,6 +84,34 @@ def read_as_later(data: DataFrame, changes: dict[TableId, list[ColumnChange]]) -
     """Changes with their before/after images read as the schema after every given rename or drop newer than
     them has the row: one fold over the changes in sequence order (a lambda, so the image is not repeated
     per change in the plan)."""
+    folded = _folded(changes)
+    if folded is None:
+        return data
+    return data.withColumns({image: F.aggregate(folded, F.col(image), _image_step) for image in IMAGES})
+
+
+def keyed_as_later(data: DataFrame, changes: dict[TableId, list[ColumnChange]]) -> DataFrame:
+    """A keyed table's changes read as the schema after the renames and drops newer than them (`changes`: those
+    applied in earlier batches): images as `read_as_later` reads them, and the declared columns and the key's
+    names alike. So a change exported late, older than a `RENAME COLUMN a TO b` an earlier hour applied, gives
+    its value to `b` (a delete keyed by `a` finds its row), and one older than a `DROP COLUMN c` gives none to
+    a column `c` added again later. Only the changed tables' rows run the fold."""
+    folded = _folded(changes)
+    if folded is None:
+        return data
+    touched = reduce(operator.or_, [(F.col("db") == db) & (F.col("table") == table) for db, table in changes])
+
+    def later(name: str, step: Callable[[Column, Column], Column]) -> Column:
+        return F.when(touched, F.aggregate(folded, F.col(name), step)).otherwise(F.col(name))
+
+    return data.withColumns(
+        {image: later(image, _image_step) for image in IMAGES}
+        | {"columns": later("columns", _columns_step), "primary_key": later("primary_key", _key_step)}
+    )
+
+
+def _folded(changes: dict[TableId, list[ColumnChange]]) -> Column | None:
+    """The renames and drops as an array of structs in sequence order per table (None: there are none)."""
     entries = [
         F.struct(
             F.lit(db).alias("db"),
@@ -88,25 +124,40 @@ def read_as_later(data: DataFrame, changes: dict[TableId, list[ColumnChange]]) -
         for (db, table), table_changes in changes.items()
         for at, op in sorted(table_changes, key=lambda change: _sortable(change[0]))
     ]
-    if not entries:
-        return data
-    position = change_position()
-    folded = F.array(*entries)
+    return F.array(*entries) if entries else None
 
-    def read(image: Column) -> Column:
-        def step(current: Column, change: Column) -> Column:
-            applies = (change["db"] == F.col("db")) & (change["table"] == F.col("table")) & (position < change["at"])
-            kept = F.map_filter(
-                current,
-                lambda k, _: ~F.array_contains(change["dropped"], k) & (change["new"].isNull() | (k != change["new"])),
-            )
-            renamed = F.transform_keys(kept, lambda k, _: F.when(k == change["old"], change["new"]).otherwise(k))
-            later = F.when(change["old"].isNull(), kept).otherwise(renamed)
-            return F.when(applies & current.isNotNull(), later).otherwise(current)
 
-        return F.aggregate(folded, image, step)
+def _applies(current: Column, change: Column) -> Column:
+    """Whether the rename or drop `change` is of the row's table and newer than the row (with a value to read)."""
+    at_table = (change["db"] == F.col("db")) & (change["table"] == F.col("table"))
+    return at_table & (change_position() < change["at"]) & current.isNotNull()
 
-    return data.withColumns({image: read(F.col(image)) for image in IMAGES})
+
+def _kept(name: Column, change: Column) -> Column:
+    """Whether a name survives the change: not dropped, nor the name a rename gives (which an older image holds
+    only for a column dropped or renamed away before)."""
+    return ~F.array_contains(change["dropped"], name) & (change["new"].isNull() | (name != change["new"]))
+
+
+def _new_name(name: Column, change: Column) -> Column:
+    return F.when(name == change["old"], change["new"]).otherwise(name)
+
+
+def _image_step(current: Column, change: Column) -> Column:
+    kept = F.map_filter(current, lambda k, _: _kept(k, change))
+    later = F.when(change["old"].isNull(), kept).otherwise(F.transform_keys(kept, lambda k, _: _new_name(k, change)))
+    return F.when(_applies(current, change), later).otherwise(current)
+
+
+def _columns_step(current: Column, change: Column) -> Column:
+    kept = F.filter(current, lambda c: _kept(c["name"], change))
+    renamed = F.transform(kept, lambda c: F.struct(_new_name(c["name"], change).alias("name"), c["type"].alias("type")))
+    return F.when(_applies(current, change), renamed).otherwise(current)
+
+
+def _key_step(current: Column, change: Column) -> Column:
+    renamed = F.transform(F.filter(current, lambda k: _kept(k, change)), lambda k: _new_name(k, change))
+    return F.when(_applies(current, change), renamed).otherwise(current)
 
 
 def _dropped(op: S.Operation) -> tuple[str, ...]:
