@@ -8,6 +8,10 @@ recounted after such a statement (`lakeloader.apply.step`).
 
 The renames and drops come from the schema history (statements applied in earlier batches) and from the
 batch's own DDL messages as they are applied.
+
+A keyed table's changes are read through the schema history's renames and drops too (`keyed_as_later`), their
+declared columns and key names with their images: a change exported late, older than a rename an earlier hour
+applied, then gives its value to the column's new name.
 """
 
 from __future__ import annotations
