@@ -13,7 +13,7 @@ from deltalake import DeltaTable
 from lakeloader.apply import schema_changes as D
 from lakeloader.apply.ddl import statements as S
 from lakeloader.apply.ddl.statements import parse_ddl
-from lakeloader.core.storage import open_store
+from lakeloader.core.storage import Store, open_store
 from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
 
@@ -139,12 +139,20 @@ def test_a_clause_that_cannot_be_read_sends_the_whole_statement_to_the_policy_na
     assert parsed == S.Unsupported("ALTER TABLE clause 'FROBNICATE v4': not a clause we can perform")
 
 
-def test_a_multi_clause_alter_that_cannot_perform_one_clause_changes_nothing(tmp_path):
+ITEMS = [pa.field("id", pa.int64()), pa.field("qty", pa.int64()), *E.METADATA_FIELDS]
+
+
+def items_table(tmp_path) -> tuple[DeltaRsEngine, Store, D.TableLocation, str]:
+    """A silver table shop.items (id key, qty) under `tmp_path`: the engine, lake, location and uri."""
     engine, lake = DeltaRsEngine(), open_store(str(tmp_path))
     location = D.TableLocation("shop", "shop", "items")
     uri = lake.child(location.silver_key())
-    fields = [pa.field("id", pa.int64()), pa.field("qty", pa.int64()), *E.METADATA_FIELDS]
-    engine.create(uri, pa.schema(fields), {"lakeloader.primaryKey": '["id"]'}, {})
+    engine.create(uri, pa.schema(ITEMS), {"lakeloader.primaryKey": '["id"]'}, {})
+    return engine, lake, location, uri
+
+
+def test_a_multi_clause_alter_that_cannot_perform_one_clause_changes_nothing(tmp_path):
+    engine, lake, location, uri = items_table(tmp_path)
     statement = parse_ddl("ALTER TABLE items ADD COLUMN note TEXT, MODIFY COLUMN qty INT")  # the second narrows
     with pytest.raises(D.UnsupportedOperation, match="type change of qty from bigint to int is not a widening"):
         D.perform(engine, lake, location, statement, (Decimal(5), Decimal(0)), {})
@@ -171,24 +179,16 @@ def test_a_column_name_the_table_cannot_store_sends_the_statement_to_the_policy_
 ):
     # data messages naming such columns are quarantined (lakeloader.parse.framing.name_problem): the loader's
     # metadata columns would be overwritten, and Delta takes names differing only by case as one column
-    engine, lake = DeltaRsEngine(), open_store(str(tmp_path))
-    location = D.TableLocation("shop", "shop", "items")
-    uri = lake.child(location.silver_key())
-    fields = [pa.field("id", pa.int64()), pa.field("qty", pa.int64()), *E.METADATA_FIELDS]
-    engine.create(uri, pa.schema(fields), {"lakeloader.primaryKey": '["id"]'}, {})
+    engine, lake, location, uri = items_table(tmp_path)
     versions = len(DeltaTable(uri).history())
     with pytest.raises(D.UnsupportedOperation) as refused:
         D.perform(engine, lake, location, parse_ddl(text), (Decimal(5), Decimal(0)), {})
     assert str(refused.value).endswith(refusal)
-    assert engine.schema(uri) == pa.schema(fields) and len(DeltaTable(uri).history()) == versions
+    assert engine.schema(uri) == pa.schema(ITEMS) and len(DeltaTable(uri).history()) == versions
 
 
 def test_a_rename_changing_only_a_columns_case_is_performed(tmp_path):
-    engine, lake = DeltaRsEngine(), open_store(str(tmp_path))
-    location = D.TableLocation("shop", "shop", "items")
-    uri = lake.child(location.silver_key())
-    fields = [pa.field("id", pa.int64()), pa.field("qty", pa.int64()), *E.METADATA_FIELDS]
-    engine.create(uri, pa.schema(fields), {"lakeloader.primaryKey": '["id"]'}, {})
+    engine, lake, location, uri = items_table(tmp_path)
     outcome = D.perform(engine, lake, location, parse_ddl("ALTER TABLE items RENAME COLUMN qty TO QTY"), (5, 0), {})
     assert outcome == D.Outcome(D.APPLIED, "renamed column qty to QTY")
     assert engine.schema(uri).names[:2] == ["id", "QTY"]
