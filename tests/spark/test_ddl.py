@@ -213,6 +213,99 @@ def test_a_change_exported_after_an_earlier_hour_renamed_or_dropped_its_column_r
     assert user_rows(silver(source)) == expected
 
 
+@pytest.mark.parametrize("hours", [(0, 2, 1), (1, 0, 2), (2, 1, 0)], ids=["ddl-late", "ddl-first", "reversed"])
+def test_column_ddl_reaching_apply_after_newer_ddl_takes_effect_as_at_its_place(spark, tmp_path, hours):
+    # a DROP or RENAME COLUMN older than the table's last DDL was skipped for good ("not newer than the last DDL
+    # applied"), and one performed before the table existed let older changes bring the column back
+    source = make_source(tmp_path, ddl_policy="fail")
+    v3 = spec(("amount", "LONG"), ("c1", "LONG"))
+    exports = [
+        [
+            *dw.insert(V1, 1, AT, {"id": 1, "name": "a", "qty": 1}),
+            *dw.insert(V1, 2, AT, {"id": 2, "name": "b", "qty": 2}),
+        ],
+        [alter(10, "ALTER TABLE items DROP COLUMN name"), alter(11, "ALTER TABLE items RENAME COLUMN qty TO amount")],
+        [alter(20, "ALTER TABLE items ADD COLUMN c1 BIGINT"), *dw.insert(v3, 21, AT, {"id": 3, "amount": 3, "c1": 7})],
+    ]
+    for index in hours:  # each hour's export written just before its run: the hours are applied one by one
+        write(source, f"h{index}.json", exports[index], H5 + timedelta(hours=index))
+        run_hours(spark, source, [H5 + timedelta(hours=index)], emit=lambda _: None)
+
+    expected = (["amount", "c1", "id"], [(1, None, 1), (2, None, 2), (3, 7, 3)])
+    assert tuple(sorted(user_rows(silver(source))[0])) == tuple(expected[0])
+    assert sorted(tuple(r[n] for n in expected[0]) for r in silver(source).to_pylist()) == expected[1]
+    run_hours(spark, source, [H5 + timedelta(hours=index) for index in range(3)], emit=lambda _: None)  # a rerun
+    assert sorted(tuple(r[n] for n in expected[0]) for r in silver(source).to_pylist()) == expected[1]
+    assert "name" not in silver(source).column_names
+    merged = [r["detail"] for r in history(source) if r["_cdc_seq"] == 11]
+    assert ("merged by row age" in merged[0]) == (hours == (0, 2, 1))  # the insert at 21 had added `amount` first
+
+
+def test_a_rename_to_a_column_that_newer_changes_delivered_first_added_merges_the_two_by_row_age(spark, tmp_path):
+    # "renaming name to title, which exists": the update of seq 20, delivered an hour early, had added `title`
+    source = make_source(tmp_path, ddl_policy="fail")
+    v2 = spec(("title", "STRING"), ("qty", "LONG"))
+    early = dw.update(
+        v2, 20, AT, {"id": 2, "title": "b", "qty": 2}, {"id": 2, "title": "b2", "qty": 5}, one_message=True
+    )
+    write(
+        source,
+        "h5.json",
+        [
+            *dw.insert(V1, 1, AT, {"id": 1, "name": "a", "qty": 1}),
+            *dw.insert(V1, 2, AT, {"id": 2, "name": "b", "qty": 2}),
+            *early,
+        ],
+        H5,
+    )
+    run_hours(spark, source, [H5], emit=lambda _: None)
+    write(source, "h6.json", [alter(10, "ALTER TABLE items RENAME COLUMN name TO title")], H6)
+    run_hours(spark, source, [H6], emit=lambda _: None)
+
+    assert user_rows(silver(source)) == (["id", "title", "qty"], [(1, "a", 1), (2, "b2", 5)])
+
+
+def test_a_late_column_drop_of_a_name_a_newer_statement_gave_again_goes_to_the_policy(spark, tmp_path):
+    source = make_source(tmp_path)
+    write(
+        source,
+        "h5.json",
+        [
+            *dw.insert(V1, 1, AT, {"id": 1, "name": "a", "qty": 1}),
+            alter(20, "ALTER TABLE items ADD COLUMN name VARCHAR(8)"),
+        ],
+        H5,
+    )
+    run_hours(spark, source, [H5], emit=lambda _: None)
+    write(source, "h6.json", [alter(10, "ALTER TABLE items DROP COLUMN name")], H6)
+    run_hours(spark, source, [H6], emit=lambda _: None)
+
+    assert user_rows(silver(source)) == (["id", "name", "qty"], [(1, "a", 1)])
+    late = [r for r in history(source) if r["_cdc_seq"] == 10]
+    assert [r["status"] for r in late] == ["skipped"]
+    assert "which a newer statement already applied gave again" in late[0]["detail"]
+
+
+def test_a_keyless_tables_change_exported_after_an_earlier_hour_renamed_its_column_gives_the_new_name_its_value(
+    spark, tmp_path
+):
+    # the image was read through the rename, its declared columns were not: the renamed column had no value
+    source = make_source(tmp_path)
+    events = dw.TableSpec("shop", "events", (("id", "LONG"), ("name", "STRING")), ())
+    rename = dw.message(events, "ALTER", 5, AT, ddl="ALTER TABLE events RENAME COLUMN name TO title")
+    write(source, "h5.json", [*dw.insert(events, 1, AT, {"id": 1, "name": "a"}), rename], H5)
+    run_hours(spark, source, [H5], emit=lambda _: None)
+    write(
+        source,
+        "h6.json",
+        [*dw.insert(events, 3, AT, {"id": 2, "name": "b"}), *dw.delete(events, 4, AT, {"id": 1, "name": "a"})],
+        H6,
+    )
+    run_hours(spark, source, [H6], emit=lambda _: None)
+
+    assert user_rows(silver(source, "events")) == (["id", "title"], [(2, "b")])
+
+
 def test_drop_table_archives_it_and_later_inserts_start_a_new_table(spark, tmp_path):
     source = make_source(tmp_path)
     write(

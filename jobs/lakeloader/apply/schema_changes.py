@@ -1,21 +1,25 @@
 """Perform parsed DDL operations on a silver table through the table engine, and say what was done.
 
 Every operation is idempotent against the table's current schema (adding a column that exists, dropping
-one that does not, ... is a no-op), and a DDL message not newer than the last one applied to the table
-(recorded as `lakeloader.schemaSeq`) is skipped, so reruns and out-of-order hours leave the schema as
-the source had it.
+one that does not, ... is a no-op); a DDL message the schema history records as performed is skipped (a rerun),
+and one older than statements it records is performed in its place among them (`lakeloader.apply.ddl.late`), so
+reruns and out-of-order hours leave the schema as the source had it. The newest statement applied is recorded
+as the table's `lakeloader.schemaSeq`, which tells the changes older than it (`lakeloader.apply.step`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakeloader.apply import multiset
 from lakeloader.apply.ddl import statements as S
+from lakeloader.apply.ddl.late import NamedAgain, in_the_past
 from lakeloader.apply.ddl.moves import TableMove, record_move
 from lakeloader.apply.ddl.truncations import record_truncation
 from lakeloader.apply.ddl.types import arrow_type, spark_type_of_arrow
@@ -74,23 +78,43 @@ def perform(
     statement: S.Statement,
     order: OrderKey,
     commit_info: dict[str, str],
+    later: Callable[[], list[S.Operation] | None] = list,
 ) -> Outcome:
-    """Apply one parsed statement to the table at `location` (which a rename updates)."""
+    """Apply one parsed statement to the table at `location` (which a rename updates).
+
+    `later` gives the column operations of the statements the table has had since this one, in sequence order
+    (None: this one was performed itself, a rerun). When there are any (an hour exported late, or run after a
+    later one), the statement is performed in its place among them (`lakeloader.apply.ddl.late`); a RENAME or
+    DROP TABLE is then skipped."""
+    uri = lake.child(location.silver_key())
+    newer = later()
+    if newer is None:
+        return Outcome(SKIPPED, "performed before (a rerun)")
+    operations = statement.operations
+    if newer:
+        if any(isinstance(op, S.RenameTable | S.DropTable) for op in operations):
+            return Outcome(SKIPPED, f"{_OLDER}; a late RENAME or DROP TABLE is not performed")
+        try:
+            operations = in_the_past(operations, newer)
+        except NamedAgain as again:
+            raise UnsupportedOperation(f"{_OLDER}, and {again}") from None
+        if not operations:
+            return Outcome(NO_OP, f"{_OLDER}, which undid it")
+    _check(engine, uri, operations)  # every operation can be performed, or none is
+    outcomes = [_perform(engine, lake, location, op, order, commit_info) for op in _adds_joined(operations)]
     uri = lake.child(location.silver_key())
     mark = schema_mark(engine, uri)
-    if mark is not None and order <= mark:
-        return Outcome(SKIPPED, "not newer than the last DDL applied to this table")
-    _check(engine, uri, statement.operations)  # every operation can be performed, or none is
-    operations = _adds_joined(statement.operations)
-    outcomes = [_perform(engine, lake, location, op, order, commit_info) for op in operations]
-    uri = lake.child(location.silver_key())
-    if any(o.status == APPLIED for o in outcomes) and engine.exists(uri):
+    if any(o.status == APPLIED for o in outcomes) and engine.exists(uri) and (mark is None or order > mark):
         engine.set_properties(uri, {SCHEMA_SEQ_PROPERTY: json.dumps([str(v) for v in order])}, commit_info)
     status = APPLIED if any(o.status == APPLIED for o in outcomes) else NO_OP
-    return Outcome(status, "; ".join(o.detail for o in outcomes))
+    placed = f"{_OLDER}, performed in its place: " if newer else ""
+    return Outcome(status, placed + "; ".join(o.detail for o in outcomes))
 
 
-def _adds_joined(operations: tuple[S.Operation, ...]) -> list[S.Operation]:
+_OLDER = "older than DDL the table has had since"
+
+
+def _adds_joined(operations: Sequence[S.Operation]) -> list[S.Operation]:
     """The operations with consecutive ADD COLUMN clauses joined into one AddColumns, each name once (its first
     clause's, as when added one by one): one commit to the table instead of one per column, each of which read
     the table's growing log (an ALTER adding 400 columns took two minutes, 5,000 did not finish)."""
@@ -106,19 +130,23 @@ def _adds_joined(operations: tuple[S.Operation, ...]) -> list[S.Operation]:
     return joined
 
 
-def _check(engine: TableEngine, uri: str, operations: tuple[S.Operation, ...]) -> None:
+def _check(engine: TableEngine, uri: str, operations: Sequence[S.Operation]) -> None:
     """Raise UnsupportedOperation, naming the operation, if one of the statement's column operations cannot be
     performed on the table's schema as the operations before it leave it; so a multi-clause ALTER TABLE is
     performed entirely or goes to the DDL policy entirely. A column name the table could not store (the
     loader's reserved prefix, or one differing only by case from another: `_check_stored_names`) is refused
-    whether or not the table exists."""
+    whether or not the table exists. A rename may name a column the table has (`_merge_renamed`)."""
     exists = engine.exists(uri)
     columns = {f.name: spark_type_of_arrow(f.type) for f in engine.schema(uri)} if exists else {}
     key = json.loads(engine.properties(uri).get(KEY_PROPERTY, "[]")) if exists else []
 
     def rename(old: str, new: str) -> None:
         if old in columns and new in columns and old != new:
-            raise UnsupportedOperation(f"renaming {old} to {new}, which exists")
+            merged = None if {old, new} & set(key) else _merged_type(columns[old], columns[new])
+            if merged is None:
+                raise UnsupportedOperation(f"renaming {old} to {new}, which exists")
+            columns[old] = merged
+            del columns[new]
         if old in columns:
             columns[new] = columns.pop(old)
             key[:] = [new if k == old else k for k in key]
@@ -157,9 +185,9 @@ def _check_stored_names(op: S.Operation, columns: dict[str, str]) -> None:
         names = [c.name for c in op.columns]
         existing = [name for name in columns if name not in names]
     elif isinstance(op, S.RenameColumn) and op.old != op.new:
-        names, existing = [op.new], [name for name in columns if name != op.old]
+        names, existing = [op.new], [name for name in columns if name not in (op.old, op.new)]  # `new`: see rename
     elif isinstance(op, S.ChangeColumnType) and op.old and op.old != op.name:
-        names, existing = [op.name], [name for name in columns if name != op.old]
+        names, existing = [op.name], [name for name in columns if name not in (op.old, op.name)]
     else:
         return
     reserved = [name for name in names if name.lower().startswith(RESERVED_PREFIX)]
@@ -237,12 +265,12 @@ def _perform(
         engine.rewrite(uri, pa.schema([f for f in schema if f.name not in gone]), lambda t: t.drop_columns(gone), info)
         return Outcome(APPLIED, "dropped " + ", ".join(gone))
     if isinstance(op, S.RenameColumn):
-        return _rename_column(engine, lake, location, op.old, op.new, key, info)
+        return _rename_column(engine, lake, location, op.old, op.new, key, order, info)
     if isinstance(op, S.ChangeColumnType):
         details = []
         name = op.name
         if op.old and op.old != op.name:
-            details.append(_rename_column(engine, lake, location, op.old, op.name, key, info).detail)
+            details.append(_rename_column(engine, lake, location, op.old, op.name, key, order, info).detail)
             schema = engine.schema(uri)
         if name not in schema.names:
             return Outcome(NO_OP, "; ".join([*details, f"column {name} absent"]))
@@ -257,12 +285,21 @@ def _perform(
 
 
 def _rename_column(
-    engine: TableEngine, lake: Store, location: TableLocation, old: str, new: str, key: list[str], info: dict
+    engine: TableEngine,
+    lake: Store,
+    location: TableLocation,
+    old: str,
+    new: str,
+    key: list[str],
+    order: OrderKey,
+    info: dict,
 ) -> Outcome:
     uri = lake.child(location.silver_key())
     schema = engine.schema(uri)
     if old not in schema.names:
         return Outcome(NO_OP, f"column {old} absent")
+    if new in schema.names and not {old, new} & set(key):
+        return _merge_renamed(engine, uri, schema, old, new, order, info)
     if new in schema.names:
         raise UnsupportedOperation(f"renaming {old} to {new}, which exists")
     renamed = pa.schema([f.with_name(new) if f.name == old else f for f in schema])
@@ -280,6 +317,40 @@ def _rename_column(
                 info,
             )
     return Outcome(APPLIED, f"renamed column {old} to {new}")
+
+
+def _merge_renamed(
+    engine: TableEngine, uri: str, schema: pa.Schema, old: str, new: str, order: OrderKey, info: dict
+) -> Outcome:
+    """`RENAME COLUMN old TO new` where changes newer than it already gave the table a column `new`, added for
+    their data (they were applied first: an hour run out of order, a late export, a message delivered early; at
+    the source no column `new` existed when it was renamed to): a row takes its value from `old` if its last
+    change is older than the rename, else from `new` (both in the type that holds either), and `old` goes. Exact
+    for formats with full images; with partial ones, a row changed after the rename without `new` loses it."""
+    spark_type = _merged_type(spark_type_of_arrow(schema.field(old).type), spark_type_of_arrow(schema.field(new).type))
+    if spark_type is None:
+        raise UnsupportedOperation(f"renaming {old} to {new}, which exists with a type that cannot hold both")
+    target = arrow_type(spark_type)
+    first, second = (pa.scalar(Decimal(v), pa.decimal128(38, 0)) for v in order)
+
+    def merged(rows: pa.Table) -> pa.Table:
+        older = pc.or_(
+            pc.less(rows[E.SEQ], first), pc.and_(pc.equal(rows[E.SEQ], first), pc.less(rows[E.SEQ2], second))
+        )
+        values = pc.if_else(older, rows[old].cast(target), rows[new].cast(target))
+        return rows.set_column(rows.schema.get_field_index(new), new, values).drop_columns([old])
+
+    engine.rewrite(
+        uri, pa.schema([f.with_type(target) if f.name == new else f for f in schema if f.name != old]), merged, info
+    )
+    return Outcome(APPLIED, f"renamed column {old} to {new}, which newer changes had added: merged by row age")
+
+
+def _merged_type(first: str, second: str) -> str | None:
+    """The type of the two that holds the other's values, if one does."""
+    if first == second or is_widening(first, second):
+        return second
+    return first if is_widening(second, first) else None
 
 
 def _rename_table(lake: Store, location: TableLocation, op: S.RenameTable, order: OrderKey, exists: bool) -> Outcome:

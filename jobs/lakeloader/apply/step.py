@@ -41,11 +41,14 @@ from lakeloader.apply.change_set import ChangeSet, staged
 from lakeloader.apply.ddl import statements as S
 from lakeloader.apply.ddl.columns import (
     ColumnChange,
+    Recorded,
     applied_changes,
     change_position,
-    keyed_as_later,
+    declared_as_later,
+    later_operations,
     position_literal,
     read_as_later,
+    recorded_statements,
     renames_or_drops,
 )
 from lakeloader.apply.ddl.events import DdlEvent, ddl_events, record_history
@@ -210,8 +213,8 @@ def apply_changes(
     data = with_segments(with_identities(with_moves(data, moves), identities), events_by_table)
     data = with_order(data, source.format)
     applied = applied_changes(engine, lake, source.name, source.source_dialect, moves, identities)
-    data = keyed_as_later(data, _of_keyed_tables(engine, lake, source.name, applied))
     configured = {source.table_name(name): list(key) for name, key in source.primary_keys.items()}
+    data = declared_as_later(data, applied, _keyed_tables(engine, lake, source.name, applied, data, configured))
     held_back: dict[str, dict] = {}
     shapes = []
     in_batch = batch_tables(data, configured)
@@ -396,6 +399,7 @@ class _Batch:
         self.rejection_reasons: dict[str, int] = {}  # changes no column type could hold, quarantined, by reason
         self.file_size = source.silver_file_size_mb * 2**20
         self.truncations = read_truncations(lake, source.name)  # of tables without a silver table when truncated
+        self._recorded: list[Recorded] | None = None  # the schema history's statements, when a DDL message is met
 
     def apply_table(self, db: str, table: str, shapes: dict[int, TableShape], events: list[DdlEvent]) -> dict:
         location = D.TableLocation(self.source.name, db, table)
@@ -558,12 +562,23 @@ class _Batch:
             self.engine.delete_where(uri, E.NotNull(multiset.ROW_ID), self.commit_info)
         return self._write_segment(location, shape, actions)
 
+    def _later(self, location: D.TableLocation, event: DdlEvent) -> list[S.Operation] | None:
+        """The column operations the table at `location` has had since `event`, from the schema history (read
+        once per batch; the moves again, as this batch's renames add to them); None if it performed `event`."""
+        if self._recorded is None:
+            self._recorded = recorded_statements(self.engine, self.lake, self.source.name, self.source.source_dialect)
+        moves = read_moves(self.lake, self.source.name)
+        return later_operations(self._recorded, moves, (location.db, location.table), event.position)
+
     def _perform(self, location: D.TableLocation, event: DdlEvent) -> None:
         """Perform one DDL message under the source's policy; its outcome goes to the schema history."""
         try:
             if isinstance(event.statement, S.Unsupported):
                 raise D.UnsupportedOperation(event.statement.reason)
-            outcome = D.perform(self.engine, self.lake, location, event.statement, event.position[:2], self.commit_info)
+            later = partial(self._later, location, event)
+            outcome = D.perform(
+                self.engine, self.lake, location, event.statement, event.position[:2], self.commit_info, later
+            )
             event.status, event.detail = outcome.status, outcome.detail
         except D.UnsupportedOperation as unsupported:
             event.detail = str(unsupported)
@@ -582,16 +597,27 @@ class _Batch:
 log = logging.getLogger(__name__)
 
 
-def _of_keyed_tables(
-    engine: TableEngine, lake: Store, source: str, changes: dict[TableId, list[ColumnChange]]
-) -> dict[TableId, list[ColumnChange]]:
-    """The column renames and drops of the tables that have a key (a keyless table reads its changes through them
-    itself, `_Multisets`)."""
-    keyed = {}
-    for (db, table), table_changes in changes.items():
+def _keyed_tables(
+    engine: TableEngine, lake: Store, source: str, names: Collection[TableId], data: DataFrame, configured: dict
+) -> set[TableId]:
+    """Which of the tables `names` have a key (a keyless table reads its images through the column renames and
+    drops itself, `_Multisets`). A table not loaded yet (whose renames and drops changed nothing then) has the
+    key the batch gives it, as `batch_tables` takes it: configured, else the latest declared (read only then)."""
+    keyed, unknown = set(), []
+    for db, table in names:
         key = recorded_key(engine, lake.child(zones.silver_table_dir(source, db, table)))
-        if key and key != multiset.KEY:
-            keyed[(db, table)] = table_changes
+        if f"{db}.{table}" in configured or (key and key != multiset.KEY):
+            keyed.add((db, table))
+        elif key is None:
+            unknown.append((db, table))
+    if unknown:
+        keyed_order = F.when(F.col("primary_key").isNotNull(), F.struct("seq", "seq2"))
+        latest = data.where(_among_names(unknown)).groupBy("db", "table")
+        keyed |= {
+            (r["db"], r["table"])
+            for r in latest.agg(F.max_by("primary_key", keyed_order).alias("k")).collect()
+            if r["k"]
+        }
     return keyed
 
 
@@ -765,7 +791,11 @@ def silver_uri(lake: Store, source: str, shape: TableShape) -> str:
 
 def _among(shapes: list[TableShape]) -> Column:
     """Whether a change belongs to one of the shapes' tables."""
-    return table_id(F.col("db"), F.col("table")).isin(*[table_id_literal((s.db, s.table)) for s in shapes])
+    return _among_names([(s.db, s.table) for s in shapes])
+
+
+def _among_names(names: Collection[TableId]) -> Column:
+    return table_id(F.col("db"), F.col("table")).isin(*[table_id_literal(name) for name in names])
 
 
 def _multiset_shapes(shapes: list[TableShape]) -> list[TableShape]:

@@ -9,16 +9,16 @@ recounted after such a statement (`lakeloader.apply.step`).
 The renames and drops come from the schema history (statements applied in earlier batches) and from the
 batch's own DDL messages as they are applied.
 
-A keyed table's changes are read through the schema history's renames and drops too (`keyed_as_later`), their
-declared columns and key names with their images: a change exported late, older than a rename an earlier hour
-applied, then gives its value to the column's new name.
+Every table's changes are read through the schema history's renames and drops too (`declared_as_later`), their
+declared columns and key names, and a keyed table's images with them: a change exported late, older than a
+rename an earlier hour applied, then gives its value to the column's new name.
 """
 
 from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from decimal import Decimal
 from functools import reduce
 
@@ -54,6 +54,13 @@ def renames_or_drops(operations: Iterable[S.Operation]) -> list[S.Operation]:
 _MAY_RENAME_OR_DROP = re.compile(r"rename|drop|change|unused", re.IGNORECASE)
 
 
+PERFORMED = ("applied", "no-op")  # statuses of statements the table has had (no-op: it needed no change then)
+
+
+PERFORMED = ("applied", "no-op")  # statuses of statements the table has had (no-op: it needed no change then)
+Recorded = tuple[TableId, Position, str, S.Statement]  # a statement of the schema history: its table as recorded
+
+
 def applied_changes(
     engine: TableEngine,
     lake: Store,
@@ -62,26 +69,55 @@ def applied_changes(
     moves: list[TableMove],
     identities: dict[TableId, TableId],
 ) -> dict[TableId, list[ColumnChange]]:
-    """Per table (under its name in this batch): the renames and drops applied so far, from the schema history."""
-    uri = lake.child(zones.schema_history_dir(source))
-    if not engine.exists(uri):
-        return {}
+    """Per table (under its name in this batch): the renames and drops performed so far, from the schema history.
+
+    With those that changed nothing then (the column was absent, or the table not loaded yet): a change older
+    than `DROP COLUMN c`, applied after it, must not bring `c` back either."""
     changes: dict[TableId, list[ColumnChange]] = {}
-    for row in engine.read(uri).to_pylist():
-        if row["status"] != "applied" or not row["ddl"] or not _MAY_RENAME_OR_DROP.search(row["ddl"]):
-            continue
-        parsed = S.parse_ddl(row["ddl"], dialect)
-        statements = parsed.statements if isinstance(parsed, S.Statements) else (parsed,)
-        for statement in statements:
-            if not isinstance(statement, S.Statement) or (statement.table and statement.table.table != row["table"]):
-                continue
-            name = resolve((row["db"], row["table"]), (row[E.SEQ], row[E.SEQ2]), moves)
-            if name is None:
-                continue
-            position = (row[E.SEQ], row[E.SEQ2], row["origin_file"], row["origin_line"], row["origin_index"])
+    for recorded_as, position, status, statement in recorded_statements(
+        engine, lake, source, dialect, _MAY_RENAME_OR_DROP
+    ):
+        name = resolve(recorded_as, position[:2], moves)
+        if status in PERFORMED and name is not None:
             for op in renames_or_drops(statement.operations):
                 changes.setdefault(identities.get(name, name), []).append((position, op))
     return changes
+
+
+def recorded_statements(
+    engine: TableEngine, lake: Store, source: str, dialect: str, words: re.Pattern | None = None
+) -> list[Recorded]:
+    """Each statement of the schema history (whose text matches `words`, if given) with its table as recorded,
+    position and status."""
+    uri = lake.child(zones.schema_history_dir(source))
+    if not engine.exists(uri):
+        return []
+    recorded = []
+    for row in engine.read(uri).to_pylist():
+        if not row["ddl"] or (words is not None and not words.search(row["ddl"])):
+            continue
+        parsed = S.parse_ddl(row["ddl"], dialect)
+        position = (row[E.SEQ], row[E.SEQ2], row["origin_file"], row["origin_line"], row["origin_index"])
+        for statement in parsed.statements if isinstance(parsed, S.Statements) else (parsed,):
+            if isinstance(statement, S.Statement) and (not statement.table or statement.table.table == row["table"]):
+                recorded.append(((row["db"], row["table"]), position, row["status"], statement))
+    return recorded
+
+
+def later_operations(
+    recorded: list[Recorded], moves: list[TableMove], table: TableId, position: Position
+) -> list[S.Operation] | None:
+    """The column operations of the `recorded` statements performed on `table` (its name after `moves`) after
+    `position`, in sequence order; None if the statement at `position` was itself performed (a rerun)."""
+    newer: list[tuple[tuple, tuple[S.Operation, ...]]] = []
+    for recorded_as, at, status, statement in recorded:
+        if status not in PERFORMED or resolve(recorded_as, at[:2], moves) != table:
+            continue
+        if at == position:
+            return None
+        if _sortable(at) > _sortable(position):
+            newer.append((_sortable(at), statement.operations))
+    return [op for _, operations in sorted(newer, key=lambda n: n[0]) for op in operations]
 
 
 def read_as_later(data: DataFrame, changes: dict[TableId, list[ColumnChange]]) -> DataFrame:
@@ -94,24 +130,29 @@ def read_as_later(data: DataFrame, changes: dict[TableId, list[ColumnChange]]) -
     return data.withColumns({image: F.aggregate(folded, F.col(image), _image_step) for image in IMAGES})
 
 
-def keyed_as_later(data: DataFrame, changes: dict[TableId, list[ColumnChange]]) -> DataFrame:
-    """A keyed table's changes read as the schema after the renames and drops newer than them (`changes`: those
-    applied in earlier batches): images as `read_as_later` reads them, and the declared columns and the key's
-    names alike. So a change exported late, older than a `RENAME COLUMN a TO b` an earlier hour applied, gives
-    its value to `b` (a delete keyed by `a` finds its row), and one older than a `DROP COLUMN c` gives none to
-    a column `c` added again later. Only the changed tables' rows run the fold."""
+def declared_as_later(
+    data: DataFrame, changes: dict[TableId, list[ColumnChange]], keyed: Collection[TableId]
+) -> DataFrame:
+    """Changes read as the schema after the renames and drops newer than them (`changes`: those performed in
+    earlier batches): their declared columns and key names, and the `keyed` tables' images as `read_as_later`
+    reads them (a keyless table's images are read through later, with its history, `lakeloader.apply.step`). So
+    a change exported late, older than a `RENAME COLUMN a TO b` an earlier hour applied, gives its value to `b`
+    (a delete keyed by `a` finds its row), and one older than a `DROP COLUMN c` gives none to a column `c` added
+    again later. Only the changed tables' rows run the fold."""
     folded = _folded(changes)
     if folded is None:
         return data
-    touched = reduce(operator.or_, [(F.col("db") == db) & (F.col("table") == table) for db, table in changes])
 
-    def later(name: str, step: Callable[[Column, Column], Column]) -> Column:
+    def later(name: str, step: Callable[[Column, Column], Column], tables: Collection[TableId]) -> Column:
+        touched = reduce(operator.or_, [(F.col("db") == db) & (F.col("table") == table) for db, table in tables])
         return F.when(touched, F.aggregate(folded, F.col(name), step)).otherwise(F.col(name))
 
-    return data.withColumns(
-        {image: later(image, _image_step) for image in IMAGES}
-        | {"columns": later("columns", _columns_step), "primary_key": later("primary_key", _key_step)}
-    )
+    declared = {
+        "columns": later("columns", _columns_step, changes),
+        "primary_key": later("primary_key", _key_step, changes),
+    }
+    images = {image: later(image, _image_step, keyed) for image in IMAGES} if keyed else {}
+    return data.withColumns(images | declared)
 
 
 def _folded(changes: dict[TableId, list[ColumnChange]]) -> Column | None:

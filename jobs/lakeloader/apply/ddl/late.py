@@ -1,0 +1,81 @@
+"""Column DDL that reaches apply after a newer statement was applied to its table (an hour exported late, or run
+after a later hour): performed as in its place in the table's sequence.
+
+Each of its operations is carried forward through the statements the schema history records after it
+(`in_the_past`): a late `DROP COLUMN name` still drops `name` after a newer `ADD COLUMN c1` was applied, a late
+`ADD COLUMN c` that a newer statement renamed to `d` (a no-op then: no `c`) adds `d`, with the newer type if one
+changed it, and a late type change that a newer one overrides changes nothing. An operation removing a name that
+a newer statement gave again (`DROP COLUMN c`, then `ADD COLUMN c`) cannot be placed: the table's values under
+that name mix the two columns. It goes to the source's `ddl_policy`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lakeloader.apply.ddl import statements as S
+from lakeloader.core.errors import LakeloaderError
+
+
+class NamedAgain(LakeloaderError):
+    """A late operation removes a column name that a newer statement applied already gave again."""
+
+
+def in_the_past(operations: Sequence[S.Operation], later: Sequence[S.Operation]) -> tuple[S.Operation, ...]:
+    """The operations to perform now on the table's schema for `operations` to take effect as at their place,
+    before `later` (the newer column operations the table has had, in sequence order)."""
+    placed: list[S.Operation] = []
+    for op in operations:
+        if isinstance(op, S.AddColumns):
+            carried = [(c, _carried(c.name, c.spark_type, later)) for c in op.columns]
+            added = tuple(S.Column(*now, c.default) for c, now in carried if now is not None)
+            placed += [S.AddColumns(added)] if added else []
+        elif isinstance(op, S.DropColumns):
+            _refuse_named_again(op.names, later)
+            placed.append(op)
+        elif isinstance(op, S.RenameColumn) or (isinstance(op, S.ChangeColumnType) and op.old not in (None, op.name)):
+            old, new = (op.old, op.new) if isinstance(op, S.RenameColumn) else (op.old, op.name)
+            _refuse_named_again((old,), later)
+            now = _carried(new, op.spark_type if isinstance(op, S.ChangeColumnType) else None, later)
+            if now is None:
+                placed.append(S.DropColumns((old,)))
+            elif now[1] is None:
+                placed.append(S.RenameColumn(old, now[0]))
+            else:
+                placed.append(S.ChangeColumnType(now[0], now[1], old))
+        elif isinstance(op, S.ChangeColumnType):
+            now = _carried(op.name, op.spark_type, later)
+            placed += [S.ChangeColumnType(now[0], now[1])] if now is not None else []
+        else:
+            placed.append(op)
+    return tuple(placed)
+
+
+def _carried(name: str, spark_type: str | None, later: Sequence[S.Operation]) -> tuple[str, str | None] | None:
+    """The name and type a column has after `later` (None: a later statement dropped it)."""
+    for op in later:
+        if isinstance(op, S.DropColumns) and name in op.names:
+            return None
+        if isinstance(op, S.RenameColumn) and op.old == name:
+            name = op.new
+        elif isinstance(op, S.ChangeColumnType) and (op.old or op.name) == name:
+            name, spark_type = op.name, op.spark_type
+    return name, spark_type
+
+
+def _refuse_named_again(names: Sequence[str], later: Sequence[S.Operation]) -> None:
+    for op in later:
+        if isinstance(op, S.AddColumns):
+            given = [c.name for c in op.columns]
+        elif isinstance(op, S.RenameColumn):
+            given = [op.new]
+        elif isinstance(op, S.ChangeColumnType) and op.old not in (None, op.name):
+            given = [op.name]
+        else:
+            continue
+        again = sorted(set(names) & set(given))
+        if again:
+            raise NamedAgain(
+                f"removes column(s) {', '.join(again)}, which a newer statement already applied gave again: the "
+                "table's values under the name are of both columns"
+            )
