@@ -9,6 +9,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -76,11 +77,15 @@ def test_a_truncate_empties_a_multiset_and_older_copies_arriving_late_do_not_cou
     assert in_order == shuffled == Counter({("a", 1): 1, ("b", 2): 1})
 
 
-def test_a_truncate_applied_before_the_multiset_exists_still_drops_older_copies_exported_later(spark, tmp_path):
+@pytest.mark.parametrize("created", ["by a later hour", "after it in its hour"])
+def test_a_truncate_applied_before_the_multiset_exists_still_drops_older_copies_exported_later(
+    spark, tmp_path, created
+):
     truncate = dw.message(EVENTS, "TRUNCATE", 40, AT, ddl="TRUNCATE TABLE events")
+    newer = dw.insert(EVENTS, 42, AT, ev("b", 2))
     arrivals = {
-        HOURS[1]: [truncate],
-        HOURS[2]: [*dw.insert(EVENTS, 12, AT, ev("a", 1)), *dw.insert(EVENTS, 42, AT, ev("b", 2))],
+        HOURS[1]: [truncate, *(newer if created == "after it in its hour" else [])],
+        HOURS[2]: [*dw.insert(EVENTS, 12, AT, ev("a", 1)), *(newer if created == "by a later hour" else [])],
         HOURS[0]: [*dw.insert(EVENTS, 10, AT, ev("a", 1))],
     }
     source = SourceConfig(

@@ -8,6 +8,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from semantics_stream import AT, H5, H6, H7, ITEMS, item, random_stream
@@ -96,13 +97,22 @@ def test_truncate_empties_the_table_at_its_point_in_the_sequence(spark, tmp_path
     assert in_order == shuffled == [(4, "d", 1)]
 
 
-def test_a_truncate_applied_before_its_table_exists_still_drops_older_changes_exported_later(spark, tmp_path):
-    # the TRUNCATE found no silver table and was ignored: the older insert, exported late, then loaded
+@pytest.mark.parametrize("created", ["by a later hour", "after it in its hour"])
+def test_a_truncate_applied_before_its_table_exists_still_drops_older_changes_exported_later(spark, tmp_path, created):
+    # the TRUNCATE found no silver table and was ignored: the older insert, exported late, then loaded (and when
+    # the truncate's own hour created the table after it, the table did not take the truncation)
     truncate = dw.message(ITEMS, "TRUNCATE", 40, AT, ddl="TRUNCATE TABLE items")
+    newer = dw.insert(ITEMS, 41, AT, item(4, "d"))
     source = make_source(tmp_path)
     arrivals = [
-        (H6, [truncate]),
-        (H7, [*dw.insert(ITEMS, 12, AT, item(1, "older than the truncate")), *dw.insert(ITEMS, 41, AT, item(4, "d"))]),
+        (H6, [truncate, *(newer if created == "after it in its hour" else [])]),
+        (
+            H7,
+            [
+                *dw.insert(ITEMS, 12, AT, item(1, "older than the truncate")),
+                *(newer if created == "by a later hour" else []),
+            ],
+        ),
         (H5, [*dw.insert(ITEMS, 10, AT, item(2, "older, its hour rerun"))]),
     ]
     for hour, lines in arrivals:  # each hour's export written just before the hour runs: none lands early

@@ -580,6 +580,10 @@ class _Batch:
                 self.engine, self.lake, location, event.statement, event.position[:2], self.commit_info, later
             )
             event.status, event.detail = outcome.status, outcome.detail
+            if outcome.status == D.APPLIED and any(
+                isinstance(op, S.TruncateTable) for op in event.statement.operations
+            ):
+                self.truncations = read_truncations(self.lake, self.source.name)  # for a table created after it
         except D.UnsupportedOperation as unsupported:
             event.detail = str(unsupported)
             if self.source.ddl_policy == "fail":
