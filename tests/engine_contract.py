@@ -84,7 +84,8 @@ def exercise(engine, root: str) -> dict:
     )  # fmt: skip
     record["merges"] = [[m.inserted, m.updated, m.deleted] for m in (first, second)]
     record["after_merges"] = rows(engine, uri)
-    record["row_count"] = engine.row_count(uri)
+    newer = E.after((E.SEQ, E.SEQ2), (Decimal(10), Decimal(0)))
+    record["row_count"] = [engine.row_count(uri), engine.row_count(uri, newer)]  # all; those newer than (10, 0)
     engine.add_columns(uri, [pa.field("extra", pa.string())], COMMIT)
     engine.widen_columns(uri, [pa.field("n", pa.int64())], COMMIT)
     record["widened"] = [f"{f.name}:{f.type}" for f in engine.schema(uri) if f.name in ("n", "extra")]

@@ -227,9 +227,7 @@ def test_column_ddl_reaching_apply_after_newer_ddl_takes_effect_as_at_its_place(
         [alter(10, "ALTER TABLE items DROP COLUMN name"), alter(11, "ALTER TABLE items RENAME COLUMN qty TO amount")],
         [alter(20, "ALTER TABLE items ADD COLUMN c1 BIGINT"), *dw.insert(v3, 21, AT, {"id": 3, "amount": 3, "c1": 7})],
     ]
-    for index in hours:  # each hour's export written just before its run: the hours are applied one by one
-        write(source, f"h{index}.json", exports[index], H5 + timedelta(hours=index))
-        run_hours(spark, source, [H5 + timedelta(hours=index)], emit=lambda _: None)
+    run_in_order(spark, source, exports, hours)
 
     expected = (["amount", "c1", "id"], [(1, None, 1), (2, None, 2), (3, 7, 3)])
     assert tuple(sorted(user_rows(silver(source))[0])) == tuple(expected[0])
@@ -304,6 +302,54 @@ def test_a_keyless_tables_change_exported_after_an_earlier_hour_renamed_its_colu
     run_hours(spark, source, [H6], emit=lambda _: None)
 
     assert user_rows(silver(source, "events")) == (["id", "title"], [(2, "b")])
+
+
+def run_in_order(spark, source: SourceConfig, exports: list[list[str]], order: list[int]) -> None:
+    """Hour H5 + i holds exports[i]; each hour's export is written just before the hour runs, in `order`."""
+    for index in order:
+        write(source, f"h{index}.json", exports[index], H5 + timedelta(hours=index))
+        run_hours(spark, source, [H5 + timedelta(hours=index)], emit=lambda _: None)
+
+
+def test_a_drop_table_run_after_a_later_hour_created_the_table_again_drops_only_the_older_rows(spark, tmp_path):
+    # the DROP TABLE archived the table the later hour had created again, with that hour's rows
+    source = make_source(tmp_path)
+    drop = dw.message(V1, "ERASE", 10, AT, ddl="DROP TABLE items")
+    exports = [
+        [*dw.insert(V1, 1, AT, {"id": 1, "name": "a", "qty": 1}), drop],
+        dw.insert(V1, 20, AT, {"id": 2, "name": "b", "qty": 2}),
+    ]
+    run_in_order(spark, source, exports, [1, 0])
+
+    assert user_rows(silver(source)) == (["id", "name", "qty"], [(2, "b", 2)])
+    run_hours(spark, source, [H5, H6], emit=lambda _: None)  # a rerun
+    assert user_rows(silver(source)) == (["id", "name", "qty"], [(2, "b", 2)])
+
+
+@pytest.mark.parametrize("order", [[2, 0, 1], [1, 2, 0]])
+def test_a_keyless_tables_hour_run_after_later_ones_counts_its_contents_with_their_changes(spark, tmp_path, order):
+    # the hour's content was counted only up to its ADD COLUMN, not with the later hour's update of it (one row
+    # too many); and read without the late RENAME COLUMN the table had already (a row without its value)
+    source = make_source(tmp_path)
+    v1 = dw.TableSpec("shop", "events", (("id", "LONG"), ("name", "STRING"), ("qty", "LONG")), ())
+    v2 = dw.TableSpec("shop", "events", (("id", "LONG"), ("title", "STRING"), ("qty", "LONG")), ())
+    v3 = dw.TableSpec("shop", "events", (("id", "LONG"), ("title", "STRING"), ("qty", "LONG"), ("c1", "STRING")), ())
+    rename = dw.message(v1, "ALTER", 15, AT, ddl="ALTER TABLE events RENAME COLUMN name TO title")
+    add = dw.message(v2, "ALTER", 24, AT, ddl="ALTER TABLE events ADD COLUMN c1 VARCHAR(8)")
+    before, after = {"id": 1, "title": "b", "qty": 2, "c1": None}, {"id": 1, "title": "c", "qty": 2, "c1": None}
+    exports = [
+        [*dw.insert(v1, 13, AT, {"id": 1, "name": "a", "qty": 1}), rename],
+        [
+            *dw.update(
+                v2, 21, AT, {"id": 1, "title": "a", "qty": 1}, {"id": 1, "title": "b", "qty": 2}, one_message=True
+            ),
+            add,
+        ],
+        dw.update(v3, 29, AT, before, after, one_message=True),
+    ]
+    run_in_order(spark, source, exports, order)
+
+    assert user_rows(silver(source, "events")) == (["id", "title", "qty", "c1"], [(1, "c", 2, None)])
 
 
 def test_drop_table_archives_it_and_later_inserts_start_a_new_table(spark, tmp_path):

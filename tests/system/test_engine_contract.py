@@ -34,7 +34,7 @@ EXPECTED = {
     # 3 inserted; then the older upsert of 1 ignored, 2 updated (its partial image: only n), 3 deleted
     "merges": [[3, 0, 0], [0, 1, 1]],
     "after_merges": [[1, "a", 1], [2, "b", 20]],
-    "row_count": 2,
+    "row_count": [2, 1],
     "widened": ["n:int64", "extra:string"],
     "properties_kept": PROPERTIES,
     "deleted": [1, [[1, "a", 1]]],

@@ -79,21 +79,26 @@ def perform(
     order: OrderKey,
     commit_info: dict[str, str],
     later: Callable[[], list[S.Operation] | None] = list,
+    named: tuple[str, str] | None = None,
 ) -> Outcome:
     """Apply one parsed statement to the table at `location` (which a rename updates).
 
     `later` gives the column operations of the statements the table has had since this one, in sequence order
     (None: this one was performed itself, a rerun). When there are any (an hour exported late, or run after a
-    later one), the statement is performed in its place among them (`lakeloader.apply.ddl.late`); a RENAME or
-    DROP TABLE is then skipped."""
+    later one), the statement is performed in its place among them (`lakeloader.apply.ddl.late`); a RENAME TABLE
+    is skipped. A DROP TABLE of a table with newer statements or rows is `_drop_in_the_past` (`named`: the name
+    the statement gave the table, which newer moves may have changed)."""
     uri = lake.child(location.silver_key())
     newer = later()
     if newer is None:
         return Outcome(SKIPPED, "performed before (a rerun)")
     operations = statement.operations
+    drops = any(isinstance(op, S.DropTable) for op in operations)
+    if drops and (newer or _holds_newer(engine, uri, order)):
+        return _drop_in_the_past(engine, lake, location, named or (location.db, location.table), order, commit_info)
     if newer:
-        if any(isinstance(op, S.RenameTable | S.DropTable) for op in operations):
-            return Outcome(SKIPPED, f"{_OLDER}; a late RENAME or DROP TABLE is not performed")
+        if any(isinstance(op, S.RenameTable) for op in operations):
+            return Outcome(SKIPPED, f"{_OLDER}; a late RENAME TABLE is not performed")
         try:
             operations = in_the_past(operations, newer)
         except NamedAgain as again:
@@ -112,6 +117,27 @@ def perform(
 
 
 _OLDER = "older than DDL the table has had since"
+
+
+def _holds_newer(engine: TableEngine, uri: str, order: OrderKey) -> bool:
+    """Whether the table has rows of changes newer than `order` (its hour run after a later one)."""
+    return engine.exists(uri) and engine.row_count(uri, E.after((E.SEQ, E.SEQ2), order)) > 0
+
+
+def _drop_in_the_past(
+    engine: TableEngine, lake: Store, location: TableLocation, named: tuple[str, str], order: OrderKey, info: dict
+) -> Outcome:
+    """A DROP TABLE older than statements or rows its table has had since (run after a later hour, or exported
+    late): the table there now was created again after the drop. Changes to `named` no newer than the drop
+    belong nowhere (recorded in the moves ledger), and the rows older than it are deleted, as a truncation would
+    (they are of the table dropped; not archived)."""
+    record_move(lake, location.source, TableMove(named, None, order))
+    uri = lake.child(location.silver_key())
+    if not engine.exists(uri):
+        return Outcome(APPLIED, f"{_OLDER}: recorded the drop, so older changes are not loaded")
+    key = json.loads(engine.properties(uri).get(KEY_PROPERTY, "[]"))
+    deleted = truncate(engine, SilverTable(uri, lake.child(location.tombstones_key()), key, info), order)
+    return Outcome(APPLIED, f"{_OLDER}: recorded the drop and deleted {deleted} rows older than it")
 
 
 def _adds_joined(operations: Sequence[S.Operation]) -> list[S.Operation]:

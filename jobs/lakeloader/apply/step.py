@@ -546,8 +546,12 @@ class _Batch:
         uri = self.lake.child(location.silver_key())
         exists = self.engine.exists(uri)
         mark = D.schema_mark(self.engine, uri) if exists else None
-        bound = next((e.position for e in events[segment:] if _changes_schema(e, mark)), None)
-        performed = [(e.position, op) for e in events[:segment] if e.status == D.APPLIED for op in _renames_or_drops(e)]
+        bound = next((e.position for e in events[segment:] if _bounds_counting(e, mark)), None)
+        # the renames and drops the table has had: performed in this batch (also when they changed nothing then),
+        # and those still to perform that are older than its last DDL (late, so its schema names what they name)
+        had = [e for e in events[:segment] if e.status in (D.APPLIED, D.NO_OP)]
+        late = [e for e in events[segment:] if mark is not None and e.seq is not None and e.position[:2] <= mark]
+        performed = [(e.position, op) for e in had + late for op in _renames_or_drops(e, any_status=True)]
         dropped = next((e.position[:2] for e in reversed(events[:segment]) if _drops_table(e)), None)
         actions = self.multisets.segment(identity, segment, bound, performed, uri if exists else None, recount, dropped)
         columns = dict(shape.columns) if shape else {}
@@ -576,8 +580,9 @@ class _Batch:
             if isinstance(event.statement, S.Unsupported):
                 raise D.UnsupportedOperation(event.statement.reason)
             later = partial(self._later, location, event)
+            order, named = event.position[:2], (event.db, event.table)
             outcome = D.perform(
-                self.engine, self.lake, location, event.statement, event.position[:2], self.commit_info, later
+                self.engine, self.lake, location, event.statement, order, self.commit_info, later, named
             )
             event.status, event.detail = outcome.status, outcome.detail
             if outcome.status == D.APPLIED and any(
@@ -643,9 +648,10 @@ def _declared_after(actions: DataFrame, shape: TableShape, mark: tuple[Decimal, 
     return {r["name"] for r in names.collect()}
 
 
-def _renames_or_drops(event: DdlEvent) -> list[S.Operation]:
-    """The column renames and drops of a performed DDL message (none when it was skipped or changed nothing)."""
-    if event.status != D.APPLIED or not isinstance(event.statement, S.Statement):
+def _renames_or_drops(event: DdlEvent, any_status: bool = False) -> list[S.Operation]:
+    """The column renames and drops of a DDL message that changed the table (none when it was skipped or changed
+    nothing), or of any parsed one (`any_status`)."""
+    if (event.status != D.APPLIED and not any_status) or not isinstance(event.statement, S.Statement):
         return []
     return renames_or_drops(event.statement.operations)
 
@@ -659,12 +665,21 @@ def _drops_table(event: DdlEvent) -> bool:
     )
 
 
-def _changes_schema(event: DdlEvent, mark: tuple[Decimal, Decimal] | None) -> bool:
-    """Whether a DDL message still to perform can change the table: parsed, not only no-ops, newer than `mark`."""
+def _bounds_counting(event: DdlEvent, mark: tuple[Decimal, Decimal] | None) -> bool:
+    """Whether a keyless table's contents are counted up to a DDL message still to perform: parsed, newer than
+    `mark`, and changing which rows a content is (a rename or drop of a column, a truncate, a drop or rename of
+    the table). Not at an added column or a type change: a content's count then takes every change the log has,
+    also those newer than the statement that earlier batches applied (an hour run after a later one)."""
     statement = event.statement
-    if not isinstance(statement, S.Statement) or all(isinstance(op, S.NoOp) for op in statement.operations):
+    if not isinstance(statement, S.Statement) or event.seq is None or (mark is not None and event.position[:2] <= mark):
         return False
-    return event.seq is not None and (mark is None or event.position[:2] > mark)
+    return any(_bounds(op) for op in statement.operations)
+
+
+def _bounds(op: S.Operation) -> bool:
+    if isinstance(op, S.ChangeColumnType):
+        return op.old not in (None, op.name)
+    return not isinstance(op, S.NoOp | S.AddColumns)
 
 
 class _Multisets:

@@ -420,9 +420,10 @@ class DeltaRsEngine:
     def version(self, uri: str) -> int:
         return self._table(uri).version()
 
-    def row_count(self, uri: str) -> int:
+    def row_count(self, uri: str, where: Predicate | None = None) -> int:
         query = QueryBuilder().register("t", self._table(uri))
-        return int(pa.table(query.execute("SELECT count(*) AS n FROM t"))["n"][0].as_py())
+        condition = f" WHERE {predicate_sql(where)}" if where is not None else ""
+        return int(pa.table(query.execute(f"SELECT count(*) AS n FROM t{condition}"))["n"][0].as_py())
 
 
 def _properties(table: DeltaTable) -> dict[str, str]:

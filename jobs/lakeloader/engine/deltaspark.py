@@ -320,5 +320,6 @@ class DeltaSparkEngine:
     def version(self, uri: str) -> int:
         return int(self._snapshot(uri).version())
 
-    def row_count(self, uri: str) -> int:
-        return self._frame(uri).count()
+    def row_count(self, uri: str, where: Predicate | None = None) -> int:
+        frame = self._frame(uri)
+        return (frame.where(predicate_sql(where)) if where is not None else frame).count()
