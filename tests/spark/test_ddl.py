@@ -352,6 +352,21 @@ def test_a_keyless_tables_hour_run_after_later_ones_counts_its_contents_with_the
     assert user_rows(silver(source, "events")) == (["id", "title", "qty", "c1"], [(1, "c", 2, None)])
 
 
+@pytest.mark.parametrize("key", [("id",), ()], ids=["keyed", "keyless"])
+def test_a_rename_delivered_twice_gives_a_late_change_its_value_under_the_new_name_once(spark, tmp_path, key):
+    # the second delivery (a no-op) read the late change's `title` as the name the rename gives, and dropped it
+    source = make_source(tmp_path)
+    table = dw.TableSpec("shop", "items", (("id", "LONG"), ("name", "STRING")), key)
+    rename = dw.message(table, "ALTER", 5, AT, ddl="ALTER TABLE items RENAME COLUMN name TO title")
+    exports = [
+        [*dw.insert(table, 1, AT, {"id": 1, "name": "a"}), rename, rename],
+        dw.insert(table, 3, AT, {"id": 2, "name": "b"}),
+    ]
+    run_in_order(spark, source, exports, [0, 1])
+
+    assert user_rows(silver(source)) == (["id", "title"], [(1, "a"), (2, "b")])
+
+
 def test_drop_table_archives_it_and_later_inserts_start_a_new_table(spark, tmp_path):
     source = make_source(tmp_path)
     write(

@@ -156,7 +156,9 @@ def declared_as_later(
 
 
 def _folded(changes: dict[TableId, list[ColumnChange]]) -> Column | None:
-    """The renames and drops as an array of structs in sequence order per table (None: there are none)."""
+    """The renames and drops as an array of structs in sequence order per table (None: there are none), a DDL
+    message delivered again (the same ordering key and operation, another export position) once: the fold's
+    steps are not idempotent (a rename's second step would drop the name its first gave)."""
     entries = [
         F.struct(
             F.lit(db).alias("db"),
@@ -167,9 +169,20 @@ def _folded(changes: dict[TableId, list[ColumnChange]]) -> Column | None:
             F.lit(_renamed_to(op)).cast("string").alias("new"),
         )
         for (db, table), table_changes in changes.items()
-        for at, op in sorted(table_changes, key=lambda change: _sortable(change[0]))
+        for at, op in _once(sorted(table_changes, key=lambda change: _sortable(change[0])))
     ]
     return F.array(*entries) if entries else None
+
+
+def _once(changes: list[ColumnChange]) -> list[ColumnChange]:
+    """The changes, each (ordering key, operation) once: the first delivery of a re-delivered message."""
+    seen: set[tuple] = set()
+    kept = []
+    for at, op in changes:
+        if (Decimal(at[0]), Decimal(at[1]), op) not in seen:
+            seen.add((Decimal(at[0]), Decimal(at[1]), op))
+            kept.append((at, op))
+    return kept
 
 
 def _applies(current: Column, change: Column) -> Column:
