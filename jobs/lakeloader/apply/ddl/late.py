@@ -27,28 +27,34 @@ def in_the_past(operations: Sequence[S.Operation], later: Sequence[S.Operation])
     placed: list[S.Operation] = []
     for op in operations:
         if isinstance(op, S.AddColumns):
-            carried = [(c, _carried(c.name, c.spark_type, later)) for c in op.columns]
-            added = tuple(S.Column(*now, c.default) for c, now in carried if now is not None)
+            added = tuple(
+                S.Column(now[0], now[1] or c.spark_type, c.default)
+                for c in op.columns
+                if (now := _carried(c.name, c.spark_type, later)) is not None
+            )
             placed += [S.AddColumns(added)] if added else []
         elif isinstance(op, S.DropColumns):
             _refuse_named_again(op.names, later)
             placed.append(op)
-        elif isinstance(op, S.RenameColumn) or (isinstance(op, S.ChangeColumnType) and op.old not in (None, op.name)):
-            old, new = (op.old, op.new) if isinstance(op, S.RenameColumn) else (op.old, op.name)
-            _refuse_named_again((old,), later)
-            now = _carried(new, op.spark_type if isinstance(op, S.ChangeColumnType) else None, later)
-            if now is None:
-                placed.append(S.DropColumns((old,)))
-            elif now[1] is None:
-                placed.append(S.RenameColumn(old, now[0]))
-            else:
-                placed.append(S.ChangeColumnType(now[0], now[1], old))
+        elif isinstance(op, S.RenameColumn):
+            placed.append(_renamed(op.old, op.new, None, later))
+        elif isinstance(op, S.ChangeColumnType) and op.old is not None and op.old != op.name:
+            placed.append(_renamed(op.old, op.name, op.spark_type, later))
         elif isinstance(op, S.ChangeColumnType):
             now = _carried(op.name, op.spark_type, later)
-            placed += [S.ChangeColumnType(now[0], now[1])] if now is not None else []
+            placed += [S.ChangeColumnType(now[0], now[1] or op.spark_type)] if now is not None else []
         else:
             placed.append(op)
     return tuple(placed)
+
+
+def _renamed(old: str, new: str, spark_type: str | None, later: Sequence[S.Operation]) -> S.Operation:
+    """A rename of `old` to `new` (with a type change, for MySQL's CHANGE) as at its place before `later`."""
+    _refuse_named_again((old,), later)
+    now = _carried(new, spark_type, later)
+    if now is None:
+        return S.DropColumns((old,))
+    return S.RenameColumn(old, now[0]) if now[1] is None else S.ChangeColumnType(now[0], now[1], old)
 
 
 def _carried(name: str, spark_type: str | None, later: Sequence[S.Operation]) -> tuple[str, str | None] | None:
