@@ -171,9 +171,7 @@ def batch_tables(data: DataFrame, key_overrides: dict[str, list[str]]) -> BatchT
     per_table = copies.groupBy("db", "table").agg(
         F.sum("copies").alias("changes"), F.sum(F.col("copies") - 1).alias("duplicates")
     )
-    keyed_order = F.when(F.col("primary_key").isNotNull(), order)  # max_by passes over a NULL order
-    latest_keys = data.groupBy("db", "table").agg(F.max_by("primary_key", keyed_order).alias("key"))
-    declared_columns, tables, table_keys = collect_together(columns, per_table, latest_keys)
+    declared_columns, tables, table_keys = collect_together(columns, per_table, latest_declared_keys(data))
     widest = _widest_types(declared_columns)
     keys = {(r["db"], r["table"]): r["key"] for r in table_keys}
     by_segment: dict[tuple[str, str, int], list] = {}
@@ -187,6 +185,12 @@ def batch_tables(data: DataFrame, key_overrides: dict[str, list[str]]) -> BatchT
         shapes.append(TableShape(db, table, ordered, list(key), segment))
     counts = {(r["db"], r["table"]): (r["changes"], r["duplicates"]) for r in tables}
     return BatchTables(shapes, counts)
+
+
+def latest_declared_keys(data: DataFrame) -> DataFrame:
+    """(db, table, key): each table's latest declared primary key (an empty key declares none: a multiset)."""
+    keyed_order = F.when(F.col("primary_key").isNotNull(), F.struct("seq", "seq2"))  # max_by passes over NULL
+    return data.groupBy("db", "table").agg(F.max_by("primary_key", keyed_order).alias("key"))
 
 
 def _widest_types(rows: list) -> list[dict]:

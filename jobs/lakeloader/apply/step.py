@@ -56,7 +56,14 @@ from lakeloader.apply.ddl.moves import Order, TableMove, read_moves, resolve, wi
 from lakeloader.apply.ddl.truncations import read_truncations
 from lakeloader.apply.ddl.types import spark_type_of_arrow
 from lakeloader.apply.ddl.widening import widest
-from lakeloader.apply.key_actions import POSITION, TableShape, batch_tables, key_actions, with_order
+from lakeloader.apply.key_actions import (
+    POSITION,
+    TableShape,
+    batch_tables,
+    key_actions,
+    latest_declared_keys,
+    with_order,
+)
 from lakeloader.apply.multiset import multiset_actions
 from lakeloader.apply.silver import (
     Rejection,
@@ -620,13 +627,8 @@ def _keyed_tables(
         elif key is None:
             unknown.append((db, table))
     if unknown:
-        keyed_order = F.when(F.col("primary_key").isNotNull(), F.struct("seq", "seq2"))
-        latest = data.where(_among_names(unknown)).groupBy("db", "table")
-        keyed |= {
-            (r["db"], r["table"])
-            for r in latest.agg(F.max_by("primary_key", keyed_order).alias("k")).collect()
-            if r["k"]
-        }
+        latest = latest_declared_keys(data.where(_among_names(unknown))).collect()
+        keyed |= {(r["db"], r["table"]) for r in latest if r["key"]}
     return keyed
 
 

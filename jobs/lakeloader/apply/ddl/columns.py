@@ -55,9 +55,6 @@ _MAY_RENAME_OR_DROP = re.compile(r"rename|drop|change|unused", re.IGNORECASE)
 
 
 PERFORMED = ("applied", "no-op")  # statuses of statements the table has had (no-op: it needed no change then)
-
-
-PERFORMED = ("applied", "no-op")  # statuses of statements the table has had (no-op: it needed no change then)
 Recorded = tuple[TableId, Position, str, S.Statement]  # a statement of the schema history: its table as recorded
 
 
