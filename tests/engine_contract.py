@@ -86,6 +86,7 @@ def exercise(engine, root: str) -> dict:
     record["after_merges"] = rows(engine, uri)
     newer = E.after((E.SEQ, E.SEQ2), (Decimal(10), Decimal(0)))
     record["row_count"] = [engine.row_count(uri), engine.row_count(uri, newer)]  # all; those newer than (10, 0)
+    record["converts"] = [engine.converts(uri, "name", pa.int64()), engine.converts(uri, "n", pa.int8())]
     engine.add_columns(uri, [pa.field("extra", pa.string())], COMMIT)
     engine.widen_columns(uri, [pa.field("n", pa.int64())], COMMIT)
     record["widened"] = [f"{f.name}:{f.type}" for f in engine.schema(uri) if f.name in ("n", "extra")]

@@ -583,3 +583,88 @@ def test_reapplying_an_hour_adds_nothing_to_the_schema_history(spark, tmp_path):
     run_apply(spark, source, H5)
     run_apply(spark, source, H5)
     assert len(history(source)) == len(first) == 4
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2], [2, 1, 0], [2, 0, 1]])
+def test_a_modify_to_decimal_gives_the_decimal_in_every_hour_order_when_the_format_declares_the_values_text(
+    spark, tmp_path, order
+):
+    # DataWorks declares a DECIMAL column DOUBLE and sends its exact text: the later hour's changes created the
+    # column as text, and the MODIFY run after them was refused as not a widening (or never ran: a text column)
+    source = make_source(tmp_path)
+    after = spec(("name", "STRING"), ("qty", "DOUBLE"))
+    exports = [
+        dw.insert(V1, 10, AT, {"id": 1, "name": "a", "qty": 5}),
+        [alter(20, "ALTER TABLE items MODIFY COLUMN qty DECIMAL(30,0)")],
+        dw.insert(after, 30, AT, {"id": 2, "name": "b", "qty": "123456789012345678901234567890"}),
+    ]
+    run_in_order(spark, source, exports, order)
+
+    table = silver(source)
+    assert str(table.schema.field("qty").type) == "decimal128(30, 0)"
+    assert user_rows(table) == (["id", "name", "qty"], [(1, "a", 5), (2, "b", 123456789012345678901234567890)])
+
+
+def test_a_modify_to_decimal_of_text_that_is_not_such_a_decimal_follows_the_policy(spark, tmp_path):
+    source = make_source(tmp_path, ddl_policy="skip")
+    after = spec(("name", "STRING"), ("qty", "DOUBLE"))
+    exports = [
+        [alter(20, "ALTER TABLE items MODIFY COLUMN qty DECIMAL(30,0)")],
+        dw.insert(after, 30, AT, {"id": 2, "name": "b", "qty": "1.5"}),
+    ]
+    run_in_order(spark, source, exports, [1, 0])
+
+    assert user_rows(silver(source)) == (["id", "name", "qty"], [(2, "b", "1.5")])
+    assert [(r["status"], r["detail"]) for r in history(source)] == [
+        ("skipped", "type change of qty from string to decimal(30,0) is not a widening, and not every value the "
+         "column holds is a decimal(30,0)")
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("order", [[0, 1], [1, 0]])
+def test_a_create_table_run_after_the_changes_that_created_the_table_gives_its_columns_their_declared_types(
+    spark, tmp_path, order
+):
+    # the later hour's changes (qty declared DOUBLE: its exact text) created the table; the CREATE TABLE was a
+    # no-op ("table exists"), so qty stayed text in that order and was a decimal in the other
+    source = make_source(tmp_path)
+    after = spec(("name", "STRING"), ("qty", "DOUBLE"))
+    create = "CREATE TABLE items (id BIGINT PRIMARY KEY, name VARCHAR(64), qty DECIMAL(30,0))"
+    exports = [[alter(10, create)], dw.insert(after, 20, AT, {"id": 1, "name": "a", "qty": "0123"})]
+    run_in_order(spark, source, exports, order)
+
+    table = silver(source)
+    assert str(table.schema.field("qty").type) == "decimal128(30, 0)"
+    assert user_rows(table) == (["id", "name", "qty"], [(1, "a", 123)])
+
+
+def test_a_create_table_if_not_exists_run_after_newer_changes_leaves_the_columns_their_types(spark, tmp_path):
+    # in the source the statement may have found a table of other columns
+    source = make_source(tmp_path)
+    after = spec(("name", "STRING"), ("qty", "DOUBLE"))
+    create = "CREATE TABLE IF NOT EXISTS items (id BIGINT PRIMARY KEY, name VARCHAR(64), qty DECIMAL(30,0))"
+    run_in_order(
+        spark, source, [[alter(10, create)], dw.insert(after, 20, AT, {"id": 1, "name": "a", "qty": "5"})], [1, 0]
+    )
+
+    assert user_rows(silver(source)) == (["id", "name", "qty"], [(1, "a", "5")])
+    assert [(r["status"], r["detail"]) for r in history(source)] == [("no-op", "table exists")]
+
+
+@pytest.mark.parametrize("order", [[0, 1], [1, 0]])
+def test_columns_a_change_older_than_a_drop_table_gave_the_table_go_with_it_in_every_hour_order(spark, tmp_path, order):
+    # the later hour, run first, holds the dropped table's insert delivered again: its columns stayed empty
+    source = make_source(tmp_path)
+    old_insert = dw.insert(V1, 10, AT, {"id": 1, "name": "a", "qty": 1})
+    created = spec(("title", "STRING"))
+    exports = [
+        [
+            *old_insert,
+            alter(20, "DROP TABLE items"),
+            alter(30, "CREATE TABLE items (id BIGINT PRIMARY KEY, title TEXT)"),
+        ],
+        [*old_insert, *dw.insert(created, 40, AT, {"id": 2, "title": "b"})],
+    ]
+    run_in_order(spark, source, exports, order)
+
+    assert user_rows(silver(source)) == (["id", "title"], [(2, "b")])

@@ -31,7 +31,7 @@ from tools.cdcgen import layouts, wire
 
 HOURS = [wire.BASE + timedelta(hours=i) for i in range(3)]
 STEPS_PER_HOUR = 30
-SQL_TYPES = {wire.BIGINT: "BIGINT", wire.TEXT: "VARCHAR(64)"}
+SQL_TYPES = {wire.BIGINT: "BIGINT", wire.TEXT: "VARCHAR(64)", wire.WHOLE_DECIMAL: "DECIMAL(30,0)"}
 
 
 @dataclass
@@ -45,6 +45,7 @@ class TableModel:
     rows: dict[int, dict] = field(default_factory=dict)
     added: int = 0
     exists: bool = False  # created by its first insert, gone after a DROP TABLE
+    was_dropped: bool = False  # then created again by a CREATE TABLE
 
     def wire_table(self) -> wire.Table:
         """The table as a change to it now declares it."""
@@ -90,9 +91,15 @@ class TableModel:
         return f"MODIFY COLUMN `{name}` DECIMAL(30,0)"
 
     def dropped(self) -> None:
-        """DROP TABLE: the rows that follow create a new table under the same name."""
+        """DROP TABLE: a CREATE TABLE with the same columns makes the table again (`created`)."""
         self.rows.clear()
         self.exists = False
+        self.was_dropped = True
+
+    def created(self, rng: random.Random) -> str:
+        self.exists = True
+        columns = [f"`{name}` {SQL_TYPES[kind]}" for name, kind in self.columns]
+        return f"CREATE TABLE {self.sql_name(rng)} ({', '.join(columns + ['PRIMARY KEY (id)'] * self.keyed)})"
 
 
 @dataclass
@@ -126,6 +133,8 @@ def stream(rng: random.Random) -> tuple[list[list[wire.Change]], list[TableModel
 
 def step(rng: random.Random, state: Stream, seq: int, force_ddl: bool = False) -> list[wire.Change]:
     model, choice = rng.choice(state.tables), rng.random()
+    if model.was_dropped and not model.exists:
+        return [wire.Change(model.wire_table(), wire.DDL, seq, statement=model.created(rng))]
     if (force_ddl or choice >= 0.78) and model.exists:
         state.sent_before_ddl = len(state.sent)
         table, text = model.wire_table(), ddl(rng, state, model, seq)
@@ -266,7 +275,7 @@ def model_rows(model: TableModel) -> tuple[list[str], list[tuple]]:
     return names, sorted((tuple(r[n] for n in names) for r in plain), key=repr)
 
 
-@example(seed=0)  # a two-table DROP at an hour boundary, then the keyless table re-created, renamed, recounted
+@example(seed=0)  # two-table DROPs, a DROP TABLE at an hour boundary, then the keyless table created again, renamed
 @settings(
     max_examples=1,
     deadline=None,
@@ -286,7 +295,7 @@ def test_a_random_stream_with_interleaved_ddl_in_kcat_envelopes_loads_to_the_mod
     loads_to_the_models(spark, tmp_path, "canal_json", seed=int.from_bytes(b"cana", "big"))
 
 
-@pytest.mark.parametrize("seed, order", [(1, [2, 1, 0]), (2, [0, 2, 1]), (4, [1, 0, 2])])
+@pytest.mark.parametrize("seed, order", [(1, [2, 1, 0]), (5, [0, 2, 1]), (4, [1, 0, 2])])
 def test_random_streams_with_interleaved_ddl_load_to_the_model_with_their_hours_run_out_of_order(
     spark, tmp_path, seed, order
 ):

@@ -35,6 +35,7 @@ EXPECTED = {
     "merges": [[3, 0, 0], [0, 1, 1]],
     "after_merges": [[1, "a", 1], [2, "b", 20]],
     "row_count": [2, 1],
+    "converts": [False, True],  # names "a", "b" are not integers; n's 1 and 20 fit a tinyint
     "widened": ["n:int64", "extra:string"],
     "properties_kept": PROPERTIES,
     "deleted": [1, [[1, "a", 1]]],

@@ -63,3 +63,18 @@ def test_a_late_operation_removing_a_name_a_newer_statement_gave_again_cannot_be
 def test_table_operations_and_unrelated_columns_pass_unchanged():
     late = ops("ALTER TABLE t ADD COLUMN e INT", "TRUNCATE TABLE t")
     assert in_the_past(late, ops("ALTER TABLE t RENAME COLUMN a TO b")) == tuple(late)
+
+
+def test_a_late_create_table_declares_its_columns_as_newer_statements_left_them_with_those_they_added():
+    later = ops(
+        "ALTER TABLE t RENAME COLUMN qty TO amount", "ALTER TABLE t DROP COLUMN note", "ALTER TABLE t ADD COLUMN c INT",
+        "ALTER TABLE t MODIFY COLUMN id DECIMAL(30,0)",
+    )  # fmt: skip
+    created = ops("CREATE TABLE t (id BIGINT PRIMARY KEY, qty DECIMAL(30,0), note TEXT)")
+    columns = (S.Column("id", "decimal(30,0)"), S.Column("amount", "decimal(30,0)"), S.Column("c", "int"))
+    assert in_the_past(created, later) == (S.CreateTable(columns, ("id",)),)
+
+
+def test_create_table_if_not_exists_is_told_from_a_plain_create_table():
+    assert ops("CREATE TABLE IF NOT EXISTS t (id INT)") == [S.CreateTable((S.Column("id", "int"),), (), True)]
+    assert ops("CREATE TABLE t (id INT)") == [S.CreateTable((S.Column("id", "int"),), (), False)]

@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
+import pyarrow as pa
+
 from lakeloader.engine import base as E
 from lakeloader.engine import deltaspark
 from lakeloader.engine.deltars import newer, predicate_sql
@@ -90,3 +92,12 @@ def test_delta_on_spark_renders_the_same_predicates_in_spark_sql() -> None:
     assert deltaspark.newer((E.SEQ, E.POSITION), {E.SEQ, E.POSITION}, {E.SEQ}) == (
         "((s.`_cdc_seq` > t.`_cdc_seq`) OR (s.`_cdc_seq` = t.`_cdc_seq` AND coalesce(s.`_cdc_position`, '') > ''))"
     )
+
+
+def test_a_column_converts_exactly_only_when_no_value_loses_a_digit_or_fails_to_parse() -> None:
+    whole = pa.decimal128(30, 0)
+    assert E.converts_exactly(pa.array(["123", "0123", "-5", None, "1.0", "9" * 30]), whole)
+    assert E.converts_exactly(pa.array(["12"], pa.string_view()), pa.int32())
+    for text in ("1.5", "abc", " 12", "9" * 31):
+        assert not E.converts_exactly(pa.array(["1", text]), whole), text
+    assert not E.converts_exactly(pa.array(["99999999999"]), pa.int32())

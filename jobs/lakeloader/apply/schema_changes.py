@@ -80,6 +80,7 @@ def perform(
     commit_info: dict[str, str],
     later: Callable[[], list[S.Operation] | None] = list,
     named: tuple[str, str] | None = None,
+    pending: Sequence[S.Operation] = (),
 ) -> Outcome:
     """Apply one parsed statement to the table at `location` (which a rename updates).
 
@@ -87,12 +88,16 @@ def perform(
     (None: this one was performed itself, a rerun). When there are any (an hour exported late, or run after a
     later one), the statement is performed in its place among them (`lakeloader.apply.ddl.late`); a RENAME TABLE
     is skipped. A DROP TABLE of a table with newer statements or rows is `_drop_in_the_past` (`named`: the name
-    the statement gave the table, which newer moves may have changed)."""
+    the statement gave the table, which newer moves may have changed). `pending`: the column operations of the
+    batch's newer statements on the table, still to perform; a CREATE TABLE of a table that exists declares its
+    columns as they leave them (`_typed_as_created`)."""
     uri = lake.child(location.silver_key())
     newer = later()
     if newer is None:
         return Outcome(SKIPPED, "performed before (a rerun)")
     operations = statement.operations
+    if pending and engine.exists(uri):
+        operations = tuple(in_the_past((op,), pending)[0] if isinstance(op, S.CreateTable) else op for op in operations)
     drops = any(isinstance(op, S.DropTable) for op in operations)
     if drops and (newer or _holds_newer(engine, uri, order)):
         return _drop_in_the_past(engine, lake, location, named or (location.db, location.table), order, commit_info)
@@ -165,6 +170,8 @@ def _check(engine: TableEngine, uri: str, operations: Sequence[S.Operation]) -> 
     exists = engine.exists(uri)
     columns = {f.name: spark_type_of_arrow(f.type) for f in engine.schema(uri)} if exists else {}
     key = json.loads(engine.properties(uri).get(KEY_PROPERTY, "[]")) if exists else []
+    # the stored column holding a name's values (None: two merged by a rename; a name added here has none)
+    stored: dict[str, str | None] = {name: name for name in columns}
 
     def rename(old: str, new: str) -> None:
         if old in columns and new in columns and old != new:
@@ -173,8 +180,10 @@ def _check(engine: TableEngine, uri: str, operations: Sequence[S.Operation]) -> 
                 raise UnsupportedOperation(f"renaming {old} to {new}, which exists")
             columns[old] = merged
             del columns[new]
+            stored[old] = None  # the values of two stored columns
         if old in columns:
             columns[new] = columns.pop(old)
+            stored[new] = stored.pop(old, "")  # "": added by this statement
             key[:] = [new if k == old else k for k in key]
 
     for op in operations:
@@ -192,12 +201,72 @@ def _check(engine: TableEngine, uri: str, operations: Sequence[S.Operation]) -> 
             if op.old:
                 rename(op.old, op.name)
             old_type = columns.get(op.name)
-            if old_type is not None and old_type != op.spark_type and not is_widening(old_type, op.spark_type):
-                raise UnsupportedOperation(
-                    f"type change of {op.name} from {old_type} to {op.spark_type} is not a widening"
-                )
             if old_type is not None:
+                _check_retype(engine, uri, op.name, stored.get(op.name, ""), key, old_type, op.spark_type)
                 columns[op.name] = op.spark_type
+
+
+def _check_retype(
+    engine: TableEngine, uri: str, name: str, stored: str | None, key: Sequence[str], old_type: str, new_type: str
+) -> None:
+    """Raise UnsupportedOperation unless the column `name` can change from `old_type` to `new_type`: a widening,
+    or a change from text whose values (those of the `stored` column: "" for none, None for those of two merged
+    columns) all convert exactly (`TableEngine.converts`). A column is text when the format declared its type so
+    (DataWorks DOUBLE, a DECIMAL without precision): when an hour is applied after a later one, its `MODIFY` to a
+    decimal meets the text column the later hour's changes created. A key column stays text ("0123" and "123"
+    would become one key)."""
+    if is_widening(old_type, new_type):
+        return
+    refused = f"type change of {name} from {old_type} to {new_type} is not a widening"
+    if old_type != "string" or name in key:
+        raise UnsupportedOperation(refused)
+    if stored is None or (stored and not engine.converts(uri, stored, arrow_type(new_type))):
+        raise UnsupportedOperation(f"{refused}, and not every value the column holds is a {new_type}")
+
+
+def _typed_as_created(
+    engine: TableEngine, lake: Store, location: TableLocation, op: S.CreateTable, order: OrderKey, info: dict
+) -> Outcome:
+    """A CREATE TABLE of a table that exists: a no-op, unless changes newer than the statement created the table
+    (their hour ran first). Then the table is made as the statement declares it, as far as its rows allow: a
+    column it does not declare that holds no value goes (`_drop_undeclared`), and each column takes the declared
+    type where a type change could give it (`_check_retype`: a widening, or text whose values all convert; a
+    format may declare a column's values text, DataWorks DOUBLE for a DECIMAL, or a narrower type)."""
+    uri = lake.child(location.silver_key())
+    if op.if_not_exists or not _holds_newer(engine, uri, order):
+        return Outcome(NO_OP, "table exists")
+    key = json.loads(engine.properties(uri).get(KEY_PROPERTY, "[]"))
+    dropped = _drop_undeclared(engine, uri, {column.name for column in op.columns}, key, info)
+    stored = {f.name: spark_type_of_arrow(f.type) for f in engine.schema(uri)}
+    retyped = {}
+    for column in op.columns:
+        old_type = stored.get(column.name)
+        if old_type in (None, column.spark_type):
+            continue
+        try:
+            _check_retype(engine, uri, column.name, column.name, key, old_type, column.spark_type)
+        except UnsupportedOperation:
+            continue  # the column keeps the type its changes gave it
+        retyped[column.name] = column.spark_type
+    if retyped:
+        widen_columns(engine, SilverTable(uri, lake.child(location.tombstones_key()), key, info), retyped)
+    done = [f"dropped empty {', '.join(dropped)}"] if dropped else []
+    done += [f"typed {name} {stored[name]} as declared, {spark_type}" for name, spark_type in retyped.items()]
+    if not done:
+        return Outcome(NO_OP, "table exists")
+    return Outcome(APPLIED, f"table exists, created by newer changes: {'; '.join(done)}")
+
+
+def _drop_undeclared(engine: TableEngine, uri: str, declared: set[str], key: list[str], info: dict) -> list[str]:
+    """Drop the table's columns not `declared` that hold no value: older changes gave them, to the table that a
+    DROP TABLE before the CREATE TABLE dropped, when neither statement had been performed yet."""
+    schema = engine.schema(uri)
+    undeclared = [f.name for f in schema if f.name not in {*declared, *key} and not f.name.startswith(RESERVED_PREFIX)]
+    empty = [name for name in undeclared if engine.row_count(uri, E.NotNull(name)) == 0]
+    if empty:
+        kept = pa.schema([f for f in schema if f.name not in empty])
+        engine.rewrite(uri, kept, lambda rows: rows.drop_columns(empty), info)
+    return empty
 
 
 def _check_stored_names(op: S.Operation, columns: dict[str, str]) -> None:
@@ -234,7 +303,7 @@ def _perform(
         return Outcome(NO_OP, f"recorded only: {op.what}")
     if isinstance(op, S.CreateTable):
         if exists:
-            return Outcome(NO_OP, "table exists")
+            return _typed_as_created(engine, lake, location, op, order, info)
         fields = [pa.field(c.name, arrow_type(c.spark_type)) for c in op.columns]
         key = list(op.primary_key) or multiset.KEY  # no primary key: a multiset of rows
         if not op.primary_key:
@@ -303,10 +372,10 @@ def _perform(
         old_type = spark_type_of_arrow(schema.field(name).type)
         if old_type == op.spark_type:
             return Outcome(APPLIED if details else NO_OP, "; ".join([*details, f"{name} already {old_type}"]))
-        if not is_widening(old_type, op.spark_type):
-            raise UnsupportedOperation(f"type change of {name} from {old_type} to {op.spark_type} is not a widening")
+        _check_retype(engine, uri, name, name, key, old_type, op.spark_type)
         widen_columns(engine, SilverTable(uri, lake.child(location.tombstones_key()), key, info), {name: op.spark_type})
-        return Outcome(APPLIED, "; ".join([*details, f"widened {name} from {old_type} to {op.spark_type}"]))
+        changed = "widened" if is_widening(old_type, op.spark_type) else "converted"
+        return Outcome(APPLIED, "; ".join([*details, f"{changed} {name} from {old_type} to {op.spark_type}"]))
     raise UnsupportedOperation(f"no handler for {type(op).__name__}")
 
 

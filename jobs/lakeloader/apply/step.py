@@ -423,7 +423,7 @@ class _Batch:
             for key, value in written.items():
                 totals[key] = totals.get(key, 0) + value
             if segment < len(events):
-                self._perform(location, events[segment])
+                self._perform(location, events[segment], events[segment + 1 :])
                 recount = recount or (keyless and _renames_or_drops(events[segment]) != [])
         uri = self.lake.child(location.silver_key())
         exists = self.engine.exists(uri)
@@ -581,15 +581,17 @@ class _Batch:
         moves = read_moves(self.lake, self.source.name)
         return later_operations(self._recorded, moves, (location.db, location.table), event.position)
 
-    def _perform(self, location: D.TableLocation, event: DdlEvent) -> None:
-        """Perform one DDL message under the source's policy; its outcome goes to the schema history."""
+    def _perform(self, location: D.TableLocation, event: DdlEvent, pending: list[DdlEvent]) -> None:
+        """Perform one DDL message under the source's policy (`pending`: the table's newer DDL messages of the
+        batch); its outcome goes to the schema history."""
         try:
             if isinstance(event.statement, S.Unsupported):
                 raise D.UnsupportedOperation(event.statement.reason)
             later = partial(self._later, location, event)
             order, named = event.position[:2], (event.db, event.table)
+            newer = [op for e in pending if isinstance(e.statement, S.Statement) for op in e.statement.operations]
             outcome = D.perform(
-                self.engine, self.lake, location, event.statement, order, self.commit_info, later, named
+                self.engine, self.lake, location, event.statement, order, self.commit_info, later, named, newer
             )
             event.status, event.detail = outcome.status, outcome.detail
             if outcome.status == D.APPLIED and any(

@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakeloader.core.errors import LakeloaderError
 
@@ -227,6 +228,18 @@ def merge_plan(
     )
 
 
+def converts_exactly(values: pa.Array | pa.ChunkedArray, arrow: pa.DataType) -> bool:
+    """Whether every value converts to `arrow` with its value kept: Arrow's safe cast, which refuses a lost
+    digit or fraction, an overflow and a text that is not a number of the type ("0123" and "1.0" are 123 and 1)."""
+    if pa.types.is_string_view(values.type):
+        values = values.cast(pa.string())
+    try:
+        pc.cast(values, arrow, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
+
+
 class TableEngine(Protocol):
     def exists(self, uri: str) -> bool: ...
 
@@ -252,8 +265,8 @@ class TableEngine(Protocol):
     def add_columns(self, uri: str, fields: list[pa.Field], commit_info: dict[str, str]) -> None: ...
 
     def widen_columns(self, uri: str, fields: list[pa.Field], commit_info: dict[str, str]) -> None:
-        """Retype the named columns to the fields' types, each a widening (`lakeloader.apply.ddl.widening`) that holds
-        every value the column has; the table's properties and rows are kept."""
+        """Retype the named columns to the fields' types, each a widening (`lakeloader.apply.ddl.widening`) or a
+        change every value of the column survives (`converts`); the table's properties and rows are kept."""
         ...
 
     # whether the engine runs in the job's Spark session: its change sets stay Spark frames
@@ -317,4 +330,9 @@ class TableEngine(Protocol):
 
     def row_count(self, uri: str, where: Predicate | None = None) -> int:
         """The table's rows (those matching `where`, if given)."""
+        ...
+
+    def converts(self, uri: str, column: str, arrow: pa.DataType) -> bool:
+        """Whether every value of `column` converts to `arrow` with its value kept (`converts_exactly`), the
+        column read a batch at a time."""
         ...

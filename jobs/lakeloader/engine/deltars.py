@@ -41,6 +41,7 @@ from lakeloader.engine.base import (
     Predicate,
     UnreadableTable,
     Value,
+    converts_exactly,
     merge_plan,
     render_newer,
     render_predicate,
@@ -424,6 +425,10 @@ class DeltaRsEngine:
         query = QueryBuilder().register("t", self._table(uri))
         condition = f" WHERE {predicate_sql(where)}" if where is not None else ""
         return int(pa.table(query.execute(f"SELECT count(*) AS n FROM t{condition}"))["n"][0].as_py())
+
+    def converts(self, uri: str, column: str, arrow: pa.DataType) -> bool:
+        batches = pa.RecordBatchReader.from_stream(self._table(uri).scan(columns=[column]))
+        return all(converts_exactly(batch.column(0), arrow) for batch in batches)
 
 
 def _properties(table: DeltaTable) -> dict[str, str]:

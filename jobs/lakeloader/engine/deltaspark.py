@@ -36,6 +36,7 @@ from lakeloader.engine.base import (
     MergeResult,
     Predicate,
     Value,
+    converts_exactly,
     merge_plan,
     render_newer,
     render_predicate,
@@ -323,3 +324,12 @@ class DeltaSparkEngine:
     def row_count(self, uri: str, where: Predicate | None = None) -> int:
         frame = self._frame(uri)
         return (frame.where(predicate_sql(where)) if where is not None else frame).count()
+
+    def converts(self, uri: str, column: str, arrow: pa.DataType) -> bool:
+        def unfit(source: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in source:
+                if not converts_exactly(batch.column(0), arrow):
+                    yield pa.RecordBatch.from_pydict({"unfit": [True]})
+
+        frame = self._frame(uri).select(F.col(quote(column)))
+        return frame.mapInArrow(unfit, "unfit boolean").limit(1).count() == 0

@@ -12,6 +12,7 @@ that name mix the two columns. It goes to the source's `ddl_policy`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from lakeloader.apply.ddl import statements as S
 from lakeloader.core.errors import LakeloaderError
@@ -33,6 +34,8 @@ def in_the_past(operations: Sequence[S.Operation], later: Sequence[S.Operation])
                 if (now := _carried(c.name, c.spark_type, later)) is not None
             )
             placed += [S.AddColumns(added)] if added else []
+        elif isinstance(op, S.CreateTable):
+            placed.append(S.CreateTable(_replayed(op.columns, later), op.primary_key, op.if_not_exists))
         elif isinstance(op, S.DropColumns):
             _refuse_named_again(op.names, later)
             placed.append(op)
@@ -46,6 +49,21 @@ def in_the_past(operations: Sequence[S.Operation], later: Sequence[S.Operation])
         else:
             placed.append(op)
     return tuple(placed)
+
+
+def _replayed(columns: Sequence[S.Column], later: Sequence[S.Operation]) -> tuple[S.Column, ...]:
+    """A table's columns after `later`: renamed, retyped, dropped, and with the columns it adds."""
+    now = list(columns)
+    for op in later:
+        if isinstance(op, S.AddColumns):
+            now += [c for c in op.columns if c.name not in {had.name for had in now}]
+        elif isinstance(op, S.DropColumns):
+            now = [c for c in now if c.name not in op.names]
+        elif isinstance(op, S.RenameColumn | S.ChangeColumnType):
+            old, new = (op.old, op.new) if isinstance(op, S.RenameColumn) else (op.old or op.name, op.name)
+            retyped = op.spark_type if isinstance(op, S.ChangeColumnType) else None
+            now = [replace(c, name=new, spark_type=retyped or c.spark_type) if c.name == old else c for c in now]
+    return tuple(now)
 
 
 def _renamed(old: str, new: str, spark_type: str | None, later: Sequence[S.Operation]) -> S.Operation:

@@ -83,6 +83,8 @@ class RenameTable:
 class CreateTable:
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...]
+    # IF NOT EXISTS: the source may have kept a table of other columns, so the statement declares nothing sure
+    if_not_exists: bool = False
 
 
 @dataclass(frozen=True)
@@ -535,7 +537,8 @@ class _Reader:
             return _noop(f"CREATE {kind}")
         if "TEMPORARY" in _words(tokens[1:at]):
             return _noop("CREATE TEMPORARY TABLE (session-local)")
-        table, i = self.name(tokens, self.skip_if_exists(tokens, at + 1))
+        named_at = self.skip_if_exists(tokens, at + 1)
+        table, i = self.name(tokens, named_at)
         if table is None:
             return Unsupported("CREATE TABLE without a table name")
         if _word(tokens, i) == "LIKE":
@@ -567,7 +570,7 @@ class _Reader:
                 key.append(column.name)
         if not columns:
             return Unsupported("CREATE TABLE without columns")
-        return Statement(table, (CreateTable(tuple(columns), tuple(dict.fromkeys(key))),))
+        return Statement(table, (CreateTable(tuple(columns), tuple(dict.fromkeys(key)), named_at > at + 1),))
 
     def key_columns(self, tokens: Sequence[Token], i: int) -> list[str]:
         """The column names of `(a, b(10) DESC, ...)` at or after i (skipping USING BTREE and the like)."""
