@@ -281,7 +281,7 @@ def _check_stored_names(op: S.Operation, columns: dict[str, str]) -> None:
         existing = [name for name in columns if name not in names]
     elif isinstance(op, S.RenameColumn) and op.old != op.new:
         names, existing = [op.new], [name for name in columns if name not in (op.old, op.new)]  # `new`: see rename
-    elif isinstance(op, S.ChangeColumnType) and op.old and op.old != op.name:
+    elif isinstance(op, S.ChangeColumnType) and op.renamed_from is not None:
         names, existing = [op.name], [name for name in columns if name not in (op.old, op.name)]
     else:
         return
@@ -364,8 +364,8 @@ def _perform(
     if isinstance(op, S.ChangeColumnType):
         details = []
         name = op.name
-        if op.old and op.old != op.name:
-            details.append(_rename_column(engine, lake, location, op.old, op.name, key, order, info).detail)
+        if (old := op.renamed_from) is not None:
+            details.append(_rename_column(engine, lake, location, old, op.name, key, order, info).detail)
             schema = engine.schema(uri)
         if name not in schema.names:
             return Outcome(NO_OP, "; ".join([*details, f"column {name} absent"]))

@@ -682,7 +682,7 @@ def _bounds_counting(event: DdlEvent, mark: tuple[Decimal, Decimal] | None) -> b
 
 def _bounds(op: S.Operation) -> bool:
     if isinstance(op, S.ChangeColumnType):
-        return op.old not in (None, op.name)
+        return op.renamed_from is not None
     return not isinstance(op, S.NoOp | S.AddColumns)
 
 

@@ -45,7 +45,7 @@ def renames_or_drops(operations: Iterable[S.Operation]) -> list[S.Operation]:
         op
         for op in operations
         if isinstance(op, S.RenameColumn | S.DropColumns)
-        or (isinstance(op, S.ChangeColumnType) and op.old is not None and op.old != op.name)
+        or (isinstance(op, S.ChangeColumnType) and op.renamed_from is not None)
     ]
 
 

@@ -41,8 +41,8 @@ def in_the_past(operations: Sequence[S.Operation], later: Sequence[S.Operation])
             placed.append(op)
         elif isinstance(op, S.RenameColumn):
             placed.append(_renamed(op.old, op.new, None, later))
-        elif isinstance(op, S.ChangeColumnType) and op.old is not None and op.old != op.name:
-            placed.append(_renamed(op.old, op.name, op.spark_type, later))
+        elif isinstance(op, S.ChangeColumnType) and (old := op.renamed_from) is not None:
+            placed.append(_renamed(old, op.name, op.spark_type, later))
         elif isinstance(op, S.ChangeColumnType):
             now = _carried(op.name, op.spark_type, later)
             placed += [S.ChangeColumnType(now[0], now[1] or op.spark_type)] if now is not None else []
@@ -93,7 +93,7 @@ def _refuse_named_again(names: Sequence[str], later: Sequence[S.Operation]) -> N
             given = [c.name for c in op.columns]
         elif isinstance(op, S.RenameColumn):
             given = [op.new]
-        elif isinstance(op, S.ChangeColumnType) and op.old not in (None, op.name):
+        elif isinstance(op, S.ChangeColumnType) and op.renamed_from is not None:
             given = [op.name]
         else:
             continue

@@ -73,6 +73,11 @@ class ChangeColumnType:
     spark_type: str
     old: str | None = None
 
+    @property
+    def renamed_from(self) -> str | None:
+        """The column's old name when it renames the column too (MySQL CHANGE with another name), else None."""
+        return self.old if self.old != self.name else None
+
 
 @dataclass(frozen=True)
 class RenameTable:
