@@ -589,9 +589,9 @@ class _Batch:
                 raise D.UnsupportedOperation(event.statement.reason)
             later = partial(self._later, location, event)
             order, named = event.position[:2], (event.db, event.table)
-            newer = [op for e in pending if isinstance(e.statement, S.Statement) for op in e.statement.operations]
+            to_come = [op for e in pending if isinstance(e.statement, S.Statement) for op in e.statement.operations]
             outcome = D.perform(
-                self.engine, self.lake, location, event.statement, order, self.commit_info, later, named, newer
+                self.engine, self.lake, location, event.statement, order, self.commit_info, later, named, to_come
             )
             event.status, event.detail = outcome.status, outcome.detail
             if outcome.status == D.APPLIED and any(
