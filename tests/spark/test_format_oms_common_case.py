@@ -21,7 +21,7 @@ from common_case_support import (
     set_to_token,
 )
 
-from lakeloader.parse.formats import oms_default
+from lakeloader.parse.formats import oms_default, oms_extend
 
 TABLES = {  # table -> (columns, key as record_primary_key sends it)
     "items": (("id", "name", "qty", "price"), "id"),
@@ -186,3 +186,123 @@ def test_a_plain_message_is_taken_by_the_jvm_function(spark, tmp_path):
     assert with_jvm["before"] == {"id": "7", "name": "a", "price": "1.10"}
     assert with_jvm["after"]["price"] == "12345678901234567890.123456789"
     assert (with_jvm["op"], with_jvm["seq"], with_jvm["primary_key"]) == ("UPDATE", 1700000000, ["id"])
+
+
+# DefaultExtendColumnType: declarations the function reads (their values keep their text), ones it leaves to Spark
+# SQL (their values convert), Oracle tenants' meanings, and ones no rule knows
+KEPT_TEXT = (
+    "INT64",
+    "INT",
+    "TINYINT",
+    "SMALLINT",
+    "MEDIUMINT",
+    "FLOAT",
+    "DOUBLE",
+    "VARCHAR(64)",
+    "varchar(20)",
+    "TEXT",
+)
+CONVERTED = (
+    "BIGINT",
+    "DECIMAL(10,2)",
+    "DATETIME",
+    "TIMESTAMP",
+    "DATE",
+    "BOOLEAN",
+    "BLOB",
+    "TIME",
+    "NUMBER(10)",
+    "mystery",
+)
+DB_TYPES = ("OB_MYSQL", "OB_MYSQL", "MYSQL", "OB_ORACLE", "oracle", None)
+LIGHT_TYPE_SHAPES = ('"INT64"', "null", "{}", '{"schemaType":null}', '{"schemaType":7}', '{"schemaType":"INT","x":1}')
+
+
+def _extended(rng: random.Random, seq: int) -> dict:
+    """A Default message whose images carry `__light_type` (now and then only one of them, or with an entry
+    missing or for a column the image lacks), from a tenant of any kind."""
+    message = _message(rng, seq)
+    message["allMetaData"]["dbType"] = rng.choice(DB_TYPES)
+    for image in (message["prevStruct"], message["postStruct"]):
+        if isinstance(image, dict) and "ddl" not in image and rng.random() < 0.9:
+            declared = {
+                name: {"schemaType": rng.choice(KEPT_TEXT if rng.random() < 0.9 else CONVERTED)}
+                for name in image
+                if rng.random() < 0.9
+            }
+            if rng.random() < 0.05:
+                declared["absent"] = {"schemaType": "INT64"}
+            image["__light_type"] = declared
+    return message
+
+
+def _extended_mutated(rng: random.Random, message: dict) -> dict:
+    """`_mutated`, or a `__light_type` respelled: an entry of another shape, the field itself a scalar."""
+    images = [image for image in (_dict(message.get("prevStruct")), _dict(message.get("postStruct"))) if image]
+    declaring = [image for image in images if isinstance(image.get("__light_type"), dict)]
+    if not declaring or rng.random() < 0.6:
+        return _mutated(rng, message)
+    image = rng.choice(declaring)
+    if rng.random() < 0.2:
+        image["__light_type"] = RAW + rng.choice(TOKENS)
+    elif image["__light_type"]:
+        image["__light_type"][rng.choice(list(image["__light_type"]))] = RAW + rng.choice(LIGHT_TYPE_SHAPES)
+    return message
+
+
+def _extended_line(rng: random.Random, message: dict) -> str:
+    text = json_line(rng, message, (*TOKENS, *NUMBERS, *TIMES, *CHECKPOINTS, *SEQUENCES, *LIGHT_TYPE_SHAPES))
+    return damaged(rng, text, "recordType", '"postStruct":{')
+
+
+@pytest.mark.parametrize(
+    "settings", [{}, {"column_types": CONFIGURED}], ids=["no configured types", "configured types of every family"]
+)
+def test_the_jvm_common_case_of_the_extend_column_type_variant_gives_the_rows_the_spark_sql_parser_gives(
+    spark, tmp_path, settings
+):
+    lines = generated_lines(47, 2500, _extended, _extended_mutated, _extended_line)
+
+    with_jvm, spark_sql, taken = parsed_both_ways(
+        spark,
+        tmp_path,
+        lines,
+        "oms_default_extend_column_type",
+        oms_extend.parse,
+        lambda messages, source: oms_extend.read_common_case(source, oms_extend.sampled_resolutions(messages)),
+        **settings,
+    )
+
+    assert_same_rows(with_jvm, spark_sql, lines)
+    # the function took many messages (fewer where the declared or configured types convert their values)
+    assert taken > 50
+    declared = {c["type"] for r in spark_sql if r["kind"] == "data" and not r["reject_reason"] for c in r["columns"]}
+    assert {"bigint", "smallint", "float", "double", "string", "timestamp_ntz"} <= declared
+    assert len({r["reject_reason"] for r in spark_sql if r["reject_reason"]}) > 8
+
+
+def test_a_message_of_the_extend_column_type_variant_is_taken_with_its_declared_types(spark, tmp_path):
+    line = (
+        '{"allMetaData":{"db":"shop","table_name":"items","record_primary_key":"id","timestamp":"1700000000",'
+        '"dbType":"OB_MYSQL"},"recordType":"INSERT","prevStruct":null,"postStruct":{"id":7,"name":"a","qty":3,'
+        '"__light_type":{"id":{"schemaType":"INT64"},"name":{"schemaType":"VARCHAR(64)"},'
+        '"qty":{"schemaType":"TINYINT"}}}}'
+    )
+
+    (with_jvm,), (spark_sql,), taken = parsed_both_ways(
+        spark,
+        tmp_path,
+        [line],
+        "oms_default_extend_column_type",
+        oms_extend.parse,
+        lambda messages, source: oms_extend.read_common_case(source, oms_extend.sampled_resolutions(messages)),
+    )
+
+    assert taken == 1
+    assert with_jvm == spark_sql
+    assert with_jvm["after"] == {"id": "7", "name": "a", "qty": "3"}
+    assert [(c["name"], c["type"]) for c in with_jvm["columns"]] == [
+        ("id", "bigint"),
+        ("name", "string"),
+        ("qty", "smallint"),
+    ]

@@ -98,6 +98,35 @@ def resolver(messages: DataFrame, declarations: Column, oracle_tenant: Column) -
     return source_types.resolver(messages, declarations, oracle=oracle_tenant, signedness_unknown=True)
 
 
+def sampled_resolutions(messages: DataFrame, declarations: Column, oracle_tenant: Column) -> source_types.Resolutions:
+    """The declarations of the batch's first messages, resolved once (`source_types.sampled_resolutions`)."""
+    return source_types.sampled_resolutions(messages, declarations, oracle=oracle_tenant, signedness_unknown=True)
+
+
+def table_resolver(resolutions: source_types.Resolutions, oracle_tenant: Column) -> source_types.Resolver:
+    """`resolve` answered from `resolutions` where they hold the declaration (`source_types.table_resolver`)."""
+    return source_types.table_resolver(resolutions, oracle=oracle_tenant, signedness_unknown=True)
+
+
+# the Spark types whose converter here keeps the text of a value it accepts (`checked_cast`): with strings, the
+# families a JVM common-case reader reads (jvm/src/lakeloader/jvm/ConfiguredImages.java)
+_TEXT_KEPT = {"tinyint", "smallint", "int", "bigint", "float", "double"}
+
+
+def kept_as_sent(resolutions: source_types.Resolutions) -> dict[str, dict[str, str]]:
+    """The resolved declarations whose values keep their text as sent ("plain"/"oracle" -> declaration -> Spark
+    type): strings without a converter, and the integer and floating types read by `checked_cast` of their name.
+    Any other (decimal, dates and times, bytes, Oracle's FLOAT as a number) converts its values."""
+    return {
+        meaning: {
+            text: spark_type
+            for text, (conv, spark_type) in resolutions[oracle].items()
+            if (conv is None and spark_type == source_types.EXACT_TEXT) or (conv == spark_type and conv in _TEXT_KEPT)
+        }
+        for meaning, oracle in (("plain", False), ("oracle", True))
+    }
+
+
 def is_oracle_tenant(db_type: Column) -> Column:
     """OB_ORACLE, OB_IN_ORACLE_MODE, ORACLE (any case)."""
     return F.coalesce(F.upper(db_type).contains("ORACLE"), F.lit(False))

@@ -118,23 +118,26 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
         return build(lines, declaration)
     reading = read_common_case(source)
     return parsed_with_common_case(
-        lines, reading, lambda ls, message: build(ls, declaration, message=message), _from_common_case
+        lines, reading, lambda ls, message: build(ls, declaration, message=message), from_common_case
     )
 
 
-def read_common_case(source: SourceConfig) -> Column:
+def read_common_case(source: SourceConfig, light_types: Mapping[str, Mapping[str, str]] | None = None) -> Column:
     """Each line as lakeloader/jvm/OmsMessages.java reads it: the common case's fields
     (`lakeloader.spark.OMS_COMMON_CASE`), NULL for any other message. It is given the source's configured column
-    types and this module's data ops and key separator, so that they are written once."""
+    types and this module's data ops and key separator, so that they are written once; `light_types`
+    (DefaultExtendColumnType: `ob_types.kept_as_sent` of the batch's declarations) has it read `__light_type`."""
     settings = {
         "column_types": source.column_types,
         "data_ops": dict(OPS.data),
         "key_separator": KEY_SEPARATOR,
     }
+    if light_types is not None:
+        settings["light_types"] = light_types
     return jvm_reading(OMS_MESSAGE, settings)
 
 
-def _from_common_case(common: Column) -> dict[str, Column]:
+def from_common_case(common: Column) -> dict[str, Column]:
     """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
     passes a field on as sent (the time, the sequence)."""
     time_text = _time_text(common["timestamp"], common["checkpoint"])

@@ -247,21 +247,20 @@ Resolver = Callable[[Column], Column]
 _RESOLVED = "struct<conv:string,type:string>"
 
 
-def resolver(
+Resolutions = dict[bool, dict[str, tuple[str | None, str]]]
+"""Declarations resolved once: oracle meaning or not -> declaration text -> (converter key, Spark type)."""
+
+
+def sampled_resolutions(
     messages: DataFrame,
     declarations: Column,
     oracle: Column | bool = False,
     signedness_unknown: bool = False,
     bit_as_number: bool = False,
-) -> Resolver:
-    """`resolve` (with these settings) as a function of the declaration column, answered from a table for the
-    declarations that the first SAMPLE_MESSAGES of `messages` hold (`declarations`: array<string> per message).
-
-    Resolving a declaration by the rules costs about 20 microseconds, interpreted inside the per-column lambda,
-    and it was 40% of parsing Canal JSON; a batch repeats a handful of declarations on every message. The table
-    is computed by `resolve` itself (one small Spark job over the sample), so a declaration found there gets the
-    rules' answer, and one first seen later is resolved by the rules per value: the same result, slower.
-    `oracle` is read per message as `resolve` reads it."""
+) -> Resolutions:
+    """`resolve` (with these settings) of the declarations that the first SAMPLE_MESSAGES of `messages` hold
+    (`declarations`: array<string> per message; `oracle` read per message as `resolve` reads it): one small Spark
+    job, collected."""
     oracle_col = oracle if isinstance(oracle, Column) else F.lit(oracle)
     sample = (
         messages.limit(SAMPLE_MESSAGES)
@@ -270,17 +269,55 @@ def resolver(
         .distinct()
     )
     seen = sample.select("text", "oracle", resolve(F.col("text"), F.col("oracle"), signedness_unknown, bit_as_number))
-    tables: dict[bool, list[Column]] = {False: [], True: []}
+    resolutions: Resolutions = {False: {}, True: {}}
     for text, is_oracle, resolved in seen.collect():
-        value = F.struct(F.lit(resolved["conv"]).cast("string").alias("conv"), F.lit(resolved["type"]).alias("type"))
-        tables[is_oracle] += [F.lit(text), value]
+        resolutions[is_oracle][text] = (resolved["conv"], resolved["type"])
+    return resolutions
+
+
+def resolver(
+    messages: DataFrame,
+    declarations: Column,
+    oracle: Column | bool = False,
+    signedness_unknown: bool = False,
+    bit_as_number: bool = False,
+) -> Resolver:
+    """`resolve` (with these settings) as a function of the declaration column, answered from a table for the
+    declarations that the first SAMPLE_MESSAGES of `messages` hold (`sampled_resolutions`).
+
+    Resolving a declaration by the rules costs about 20 microseconds, interpreted inside the per-column lambda,
+    and it was 40% of parsing Canal JSON; a batch repeats a handful of declarations on every message."""
+    resolutions = sampled_resolutions(messages, declarations, oracle, signedness_unknown, bit_as_number)
+    return table_resolver(resolutions, oracle, signedness_unknown, bit_as_number)
+
+
+def table_resolver(
+    resolutions: Resolutions,
+    oracle: Column | bool = False,
+    signedness_unknown: bool = False,
+    bit_as_number: bool = False,
+) -> Resolver:
+    """`resolve` answered from `resolutions` (computed by `resolve` itself, so a declaration found there gets the
+    rules' answer); one not there is resolved by the rules per value: the same result, slower."""
+    oracle_col = oracle if isinstance(oracle, Column) else F.lit(oracle)
+
+    def entries(found: dict[str, tuple[str | None, str]]) -> list[Column]:
+        return [
+            column
+            for text, (conv, spark_type) in found.items()
+            for column in (
+                F.lit(text),
+                F.struct(F.lit(conv).cast("string").alias("conv"), F.lit(spark_type).alias("type")),
+            )
+        ]
+
+    plain, in_oracle = entries(resolutions[False]), entries(resolutions[True])
 
     def by_table(declared: Column) -> Column:
-        def lookup(entries: list[Column]) -> Column:
-            return F.element_at(F.create_map(*entries), declared) if entries else F.lit(None).cast(_RESOLVED)
+        def lookup(found: list[Column]) -> Column:
+            return F.element_at(F.create_map(*found), declared) if found else F.lit(None).cast(_RESOLVED)
 
-        plain, in_oracle = lookup(tables[False]), lookup(tables[True])
-        looked_up = F.when(F.coalesce(oracle_col, F.lit(False)), in_oracle).otherwise(plain)
+        looked_up = F.when(F.coalesce(oracle_col, F.lit(False)), lookup(in_oracle)).otherwise(lookup(plain))
         return F.coalesce(looked_up, resolve(declared, oracle, signedness_unknown, bit_as_number))
 
     return by_table

@@ -8,7 +8,11 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -33,8 +37,17 @@ import org.apache.spark.sql.api.java.UDF2;
  * never decides a rejection. The names the framing refuses are its to check, as for every parser's rows.
  * tests/spark/test_format_oms_common_case.py holds its rows equal to the Spark SQL parser's.
  *
+ * <p>DefaultExtendColumnType (lakeloader.parse.formats.oms_extend) is read too when the settings hold "light_types":
+ * an image's `__light_type` ({column: {"schemaType": declaration}}, the after image's, else the before's) is then
+ * metadata, not a column, and a column it declares has the Spark type the settings give its declaration (the
+ * parser resolved the batch's first declarations once, and passes those whose values keep their text); a
+ * declaration not among them, or a `__light_type` of any other shape, is not the common case. A configured type
+ * wins over the declared one, as in the parser.
+ *
  * <p>The second argument is the parser's settings as JSON: {"column_types": {"db.table": {"column": "spark type"}}
- * (the source's), "data_ops": {wire op: canonical op}, "key_separator"}.
+ * (the source's), "data_ops": {wire op: canonical op}, "key_separator", and for DefaultExtendColumnType
+ * "light_types": {"plain": {declaration: spark type}, "oracle": {...}} (by the tenant's dbType: one holding
+ * ORACLE reads declarations in their Oracle meaning)}.
  */
 public final class OmsMessages implements UDF2<String, String, Row> {
     private static final long serialVersionUID = 1L;
@@ -44,8 +57,19 @@ public final class OmsMessages implements UDF2<String, String, Row> {
     /** oms_default's reading of the seconds in a time field: the same pattern, found as Spark finds it. */
     private static final Pattern SECONDS = Pattern.compile("^(-?[0-9]+)(\\.[0-9]*)?$");
 
+    /** An image's field of column declarations in DefaultExtendColumnType. */
+    private static final String LIGHT_TYPE = "__light_type";
+
     private record Config(
-            Map<String, Map<String, String>> columnTypes, Map<String, String> dataOps, String keySeparator) {}
+            Map<String, Map<String, String>> columnTypes,
+            Map<String, String> dataOps,
+            String keySeparator,
+            Map<String, String> plainLightTypes,
+            Map<String, String> oracleLightTypes) {
+        boolean readsLightTypes() {
+            return plainLightTypes != null;
+        }
+    }
 
     /** What the envelope holds, as read. */
     private static final class Message {
@@ -56,26 +80,46 @@ public final class OmsMessages implements UDF2<String, String, Row> {
         String checkpoint;
         String storeSequence;
         String primaryKey;
+        String dbType;
         List<String[]> before;
         List<String[]> after;
+        Map<String, String> beforeDeclared;
+        Map<String, String> afterDeclared;
     }
 
     @Override
     public Row call(String text, String settings) {
-        return text == null ? null : CommonCase.rowOrNull(() -> parsed(read(text), SETTINGS.of(settings)));
+        if (text == null) {
+            return null;
+        }
+        return CommonCase.rowOrNull(() -> {
+            Config config = SETTINGS.of(settings);
+            return parsed(read(text, config.readsLightTypes()), config);
+        });
     }
 
     private static Config config(JsonNode root) {
+        JsonNode lightTypes = root.path("light_types");
         return new Config(ConfiguredImages.tableTypes(root.path("column_types")), texts(root.path("data_ops")),
-                root.path("key_separator").asText());
+                root.path("key_separator").asText(),
+                lightTypes.isMissingNode() ? null : texts(lightTypes.path("plain")),
+                lightTypes.isMissingNode() ? null : texts(lightTypes.path("oracle")));
     }
 
-    private static Message read(String text) throws IOException, NotCommon {
+    private static Message read(String text, boolean lightTypes) throws IOException, NotCommon {
         Message m = new Message();
         CommonCase.readMessage(text, p -> (field, value) -> {
             switch (field) {
-                case "prevStruct" -> m.before = CommonCase.image(p, value);
-                case "postStruct" -> m.after = CommonCase.image(p, value);
+                case "prevStruct" -> {
+                    Map<String, String>[] declared = declaredSlot();
+                    m.before = lightTypes ? imageWithLightTypes(p, value, declared) : CommonCase.image(p, value);
+                    m.beforeDeclared = declared[0];
+                }
+                case "postStruct" -> {
+                    Map<String, String>[] declared = declaredSlot();
+                    m.after = lightTypes ? imageWithLightTypes(p, value, declared) : CommonCase.image(p, value);
+                    m.afterDeclared = declared[0];
+                }
                 case "recordType" -> m.op = scalar(p, value);
                 case "allMetaData" -> readMetadata(p, value, m);
                 default -> p.skipChildren();
@@ -97,6 +141,7 @@ public final class OmsMessages implements UDF2<String, String, Row> {
                 case "checkpoint" -> m.checkpoint = scalar(p, token);
                 case "storeDataSequence" -> m.storeSequence = scalar(p, token);
                 case "record_primary_key" -> m.primaryKey = scalar(p, token);
+                case "dbType" -> m.dbType = scalar(p, token);
                 default -> p.skipChildren();
             }
         });
@@ -115,7 +160,8 @@ public final class OmsMessages implements UDF2<String, String, Row> {
         if ((needsAfter && m.after == null) || (needsBefore && m.before == null)) {
             throw NotCommon.INSTANCE;
         }
-        Map<String, String> types = settings.columnTypes().getOrDefault(m.db + "." + m.table, Map.of());
+        Map<String, String> configured = settings.columnTypes().getOrDefault(m.db + "." + m.table, Map.of());
+        Map<String, String> types = settings.readsLightTypes() ? declaredTypes(m, configured, settings) : configured;
         Map<String, String> before = ConfiguredImages.canonical(m.before, types);
         Map<String, String> after = ConfiguredImages.canonical(m.after, types);
         if (before != null && after != null && !List.copyOf(before.keySet()).equals(List.copyOf(after.keySet()))) {
@@ -127,6 +173,76 @@ public final class OmsMessages implements UDF2<String, String, Row> {
         String[] names = keyed.keySet().toArray(new String[0]);
         return RowFactory.create(m.op, op, m.db, m.table, m.timestamp, m.checkpoint, m.storeSequence, before, after,
                 key, names, ConfiguredImages.columnTypes(names, types));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, String>[] declaredSlot() {
+        return new Map[1];
+    }
+
+    /**
+     * An image whose `__light_type` field declares its columns: the other fields as CommonCase.image reads them, the
+     * declarations (column -> schemaType) into `declared[0]`; NULL for null.
+     */
+    private static List<String[]> imageWithLightTypes(JsonParser p, JsonToken token, Map<String, String>[] declared)
+            throws IOException, NotCommon {
+        if (token == JsonToken.VALUE_NULL) {
+            return null;
+        }
+        List<String[]> image = new ArrayList<>();
+        fields(p, token, (name, v) -> {
+            if (name.equals(LIGHT_TYPE)) {
+                declared[0] = lightTypes(p, v);
+            } else {
+                image.add(CommonCase.entry(p, name, v));
+            }
+        });
+        return image;
+    }
+
+    /** {column: {"schemaType": declaration}}, nothing else, as a map column -> declaration. */
+    private static Map<String, String> lightTypes(JsonParser p, JsonToken token) throws IOException, NotCommon {
+        Map<String, String> declared = new HashMap<>();
+        fields(p, token, (column, v) -> {
+            String[] schemaType = new String[1];
+            fields(p, v, (field, t) -> {
+                if (!field.equals("schemaType") || t != JsonToken.VALUE_STRING) {
+                    throw NotCommon.INSTANCE;
+                }
+                schemaType[0] = p.getText();
+            });
+            if (schemaType[0] == null) {
+                throw NotCommon.INSTANCE;
+            }
+            declared.put(column, schemaType[0]);
+        });
+        return declared;
+    }
+
+    /**
+     * The Spark type of each column of the message's images: configured, else as its `__light_type` declares it
+     * (the after image's declarations, else the before's), else string. A declaration the settings do not give is
+     * not the common case.
+     */
+    private static Map<String, String> declaredTypes(Message m, Map<String, String> configured, Config settings)
+            throws NotCommon {
+        Map<String, String> declared = m.afterDeclared != null ? m.afterDeclared : m.beforeDeclared;
+        if (declared == null) {
+            return configured;
+        }
+        boolean oracle = m.dbType != null && m.dbType.toUpperCase(Locale.ROOT).contains("ORACLE");
+        Map<String, String> known = oracle ? settings.oracleLightTypes() : settings.plainLightTypes();
+        Map<String, String> types = new LinkedHashMap<>(configured);
+        for (Map.Entry<String, String> column : declared.entrySet()) {
+            if (!configured.containsKey(column.getKey())) {
+                String type = known.get(column.getValue());
+                if (type == null) {
+                    throw NotCommon.INSTANCE;
+                }
+                types.put(column.getKey(), type);
+            }
+        }
+        return types;
     }
 
     /**
