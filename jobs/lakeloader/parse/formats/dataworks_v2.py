@@ -21,29 +21,40 @@ the `scn` ("the SCN that increments"; 0 when absent or not a number, e.g. the "n
 so changes order by time and, within a millisecond, by SCN; the export position breaks remaining ties.
 SCN first would be wrong for tables whose full-load rows carry no SCN while later changes do.
 `extend` (e.g. load_fm) and `dbVersion` are not loaded.
+
+The batch's declarations are resolved once, from its first messages (`ob_types.sampled_resolutions`). The common
+case (an insert, update or delete whose images hold exactly the declared columns in order, declared as strings,
+integers or floating numbers, each value plainly of its type) is read by a JVM function in one pass
+(lakeloader/jvm/DataWorks2Messages.java); every other message, or every message without `common_case`, by the
+Spark SQL expressions of `parse`, the reference that function is held to
+(tests/spark/test_format_dataworks_v2_common_case.py).
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
-from lakeloader.parse.formats import ob_types
+from lakeloader.parse.formats import ob_types, source_types
 from lakeloader.parse.formats.common import (
     OpTable,
     WireFields,
+    common_case_columns,
     configured_converters,
     declare,
     finish,
     integer_text,
+    jvm_reading,
     parse_json,
+    parsed_with_common_case,
     timestamp_of_millis,
     with_canonical_images,
     with_configured_types,
 )
+from lakeloader.spark import DATAWORKS2_MESSAGE
 
 VERSION = "2.0"
 OPS = OpTable(
@@ -96,14 +107,81 @@ MESSAGE_SCHEMA = T.StructType(
 )
 
 
-def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
-    """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine."""
-    frame = parse_json(lines, MESSAGE_SCHEMA)
+# what the batch's declarations are sampled from
+_DECLARING = T.StructType(
+    [
+        T.StructField(
+            "schema",
+            T.StructType(
+                [
+                    T.StructField("source", T.StructType([T.StructField("dbType", _STRING)])),
+                    T.StructField("column", T.ArrayType(C.COLUMN_TYPE)),
+                ]
+            ),
+        )
+    ]
+)
+
+
+def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
+    """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine; the common
+    case read by the JVM function unless not `common_case` (module docstring)."""
+    resolutions = sampled_resolutions(lines)
+    if not common_case:
+        return build(lines, source, resolutions)
+    reading = read_common_case(source, resolutions)
+    return parsed_with_common_case(
+        lines, reading, lambda ls, message: build(ls, source, resolutions, message), _from_common_case
+    )
+
+
+def sampled_resolutions(lines: DataFrame) -> source_types.Resolutions:
+    """The declarations of the batch's first messages, resolved once (`ob_types.sampled_resolutions`)."""
+    schema = F.from_json(F.col("text"), _DECLARING)["schema"]
+    sent = lines.select(schema.alias("schema"))
+    oracle = ob_types.is_oracle_tenant(F.col("schema.source.dbType"))
+    return ob_types.sampled_resolutions(sent, F.col("schema.column.type"), oracle)
+
+
+def read_common_case(source: SourceConfig, resolutions: source_types.Resolutions) -> Column:
+    """Each line as lakeloader/jvm/DataWorks2Messages.java reads it: the common case's fields
+    (`lakeloader.spark.DATAWORKS2_COMMON_CASE`), NULL for any other message. It is given the source's configured
+    column types, this module's data ops and version, and the batch's declarations whose values keep their text."""
+    settings = {
+        "column_types": source.column_types,
+        "data_ops": dict(OPS.data),
+        "version": VERSION,
+        "declared_types": ob_types.kept_as_sent(resolutions),
+    }
+    return jvm_reading(DATAWORKS2_MESSAGE, settings)
+
+
+def _from_common_case(common: Column) -> dict[str, Column]:
+    """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
+    passes a field on as sent (the event time, the SCN)."""
+    passed = ("raw_op", "op", "db", "schema_name", "table", "before", "after", "primary_key")
+    event_millis = common["event_time"].try_cast("bigint")
+    return common_case_columns(common, passed) | {
+        "seq": event_millis.cast(C.SEQ_TYPE),
+        "seq2": F.coalesce(integer_text(common["scn"]), F.lit(0)),
+        "event_time": _event_time(event_millis),
+    }
+
+
+def _event_time(event_millis: Column) -> Column:
+    return F.when(event_millis > 0, timestamp_of_millis(event_millis))
+
+
+def build(
+    lines: DataFrame, source: SourceConfig, resolutions: source_types.Resolutions, message: Column | None = None
+) -> DataFrame:
+    """The Spark SQL parse (`message`: what to parse when not each line's text, `common.parse_json`)."""
+    frame = parse_json(lines, MESSAGE_SCHEMA, message)
     payload, schema = F.col("j.payload"), F.col("j.schema")
     op, version = payload["op"], F.col("j.version")
     event_millis = payload["timestamp"]["eventTime"].try_cast("bigint")
     oracle = ob_types.is_oracle_tenant(schema["source"]["dbType"])
-    resolve = ob_types.resolver(frame, schema["column"]["type"], oracle)
+    resolve = ob_types.table_resolver(resolutions, oracle)
     frame = frame.select(
         *lines.columns,
         "envelope_error",
@@ -121,7 +199,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         payload["ddl"]["text"].alias("ddl"),
         event_millis.cast(C.SEQ_TYPE).alias("seq"),
         integer_text(payload["scn"]).alias("seq2"),
-        F.when(event_millis > 0, timestamp_of_millis(event_millis)).alias("event_time"),
+        _event_time(event_millis).alias("event_time"),
     )
     frame = with_configured_types(frame, source.column_types)
     configured = configured_converters(ob_types.SPARK_TYPED_CONVERTERS, source.column_types)

@@ -93,11 +93,6 @@ def resolve(wire_type: Column, oracle_tenant: Column) -> Column:
     return source_types.resolve(wire_type, oracle=oracle_tenant, signedness_unknown=True)
 
 
-def resolver(messages: DataFrame, declarations: Column, oracle_tenant: Column) -> source_types.Resolver:
-    """`resolve`, with the declarations of the batch's first messages resolved once (source_types.resolver)."""
-    return source_types.resolver(messages, declarations, oracle=oracle_tenant, signedness_unknown=True)
-
-
 def sampled_resolutions(messages: DataFrame, declarations: Column, oracle_tenant: Column) -> source_types.Resolutions:
     """The declarations of the batch's first messages, resolved once (`source_types.sampled_resolutions`)."""
     return source_types.sampled_resolutions(messages, declarations, oracle=oracle_tenant, signedness_unknown=True)

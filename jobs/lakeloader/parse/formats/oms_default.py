@@ -95,10 +95,9 @@ MESSAGE_SCHEMA = T.StructType(
 )
 _SECONDS = r"^-?[0-9]+(\.[0-9]*)?$"
 
-Declaration = Callable[[DataFrame, Column], tuple[Column, dict[str, Converter]]]
-"""How a variant types its columns: (the batch's messages, image column names) -> (typed columns, converters by
-key). It may use the columns `db`, `table`, `db_type` and `sent_before`/`sent_after` (the images as sent), also
-to resolve the batch's declarations once (`ob_types.resolver`)."""
+Declaration = Callable[[Column], tuple[Column, dict[str, Converter]]]
+"""How a variant types its columns: image column names -> (typed columns, converters by key). It may use the
+columns `db`, `table`, `db_type` and `sent_before`/`sent_after` (the images as sent)."""
 
 
 def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
@@ -110,7 +109,7 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     function is held to (tests/spark/test_format_oms_common_case.py)."""
     converters = ob_types.SPARK_TYPED_CONVERTERS
 
-    def declaration(_messages: DataFrame, names: Column) -> tuple[Column, dict[str, Converter]]:
+    def declaration(names: Column) -> tuple[Column, dict[str, Converter]]:
         types = configured_types(source.column_types, F.col("db"), F.col("table"))
         return declare_names(names, types, spark_typed), converters
 
@@ -205,7 +204,7 @@ def build(
         {"raw_before": columns_only(F.col("sent_before")), "raw_after": columns_only(F.col("sent_after"))}
     )
     names = image_names(F.col("raw_after"), F.col("raw_before"))
-    typed, converters = declaration(frame, names)
+    typed, converters = declaration(names)
     frame = frame.withColumn("typed", F.when(F.col("kind") == C.DATA, typed))
     frame = with_configured_types(frame, column_types or {})
     configured = configured_converters(ob_types.SPARK_TYPED_CONVERTERS, column_types or {})

@@ -43,7 +43,7 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     two ways equal)."""
     resolutions = sampled_resolutions(lines)
 
-    def declaration(_messages: DataFrame, names: Column) -> tuple[Column, dict[str, Converter]]:
+    def declaration(names: Column) -> tuple[Column, dict[str, Converter]]:
         types = declared_types(F.col("sent_after"), F.col("sent_before"))
         resolve = ob_types.table_resolver(resolutions, ob_types.is_oracle_tenant(F.col("db_type")))
         return declare_names(names, types, resolve), ob_types.CONVERTERS

@@ -1,0 +1,249 @@
+package lakeloader.jvm;
+
+import static lakeloader.jvm.CommonCase.expect;
+import static lakeloader.jvm.CommonCase.fields;
+import static lakeloader.jvm.CommonCase.scalar;
+import static lakeloader.jvm.CommonCase.strings;
+import static lakeloader.jvm.CommonCase.texts;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Consumer;
+import java.util.regex.Pattern;
+import lakeloader.jvm.CommonCase.NotCommon;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.api.java.UDF2;
+
+/**
+ * The common case of a DataWorks 2.0 JSON message (version 2.0, an insert, update or delete whose images hold exactly
+ * its declared columns in order, each declared with a type whose values keep their text, every value plainly of
+ * it) parsed in one pass, or NULL for any other message: that one takes the Spark SQL parser
+ * (lakeloader.parse.formats.dataworks_v2), which stays the reference for every message.
+ *
+ * <p>The result (lakeloader.spark's DATAWORKS2_COMMON_CASE) holds the message's fields as that parser would produce
+ * them: the op as sent and canonical, the names, the event time and SCN as sent (the parser's own expressions read
+ * them; the event time must be an integer), the images as canonical text, the key and the declared columns with
+ * their Spark types. Declarations are typed as the parser types them: a configured type wins, else the Spark type
+ * the settings give the declaration (the parser resolved the batch's first declarations once and passes those whose
+ * values keep their text: strings, integers, floating numbers); a declaration not among them is not the common
+ * case, nor is anything else (DDL, heartbeats, control messages, another version, a partial or reordered image, a
+ * repeated name, a value of another kind), so this class never decides a rejection. The names the framing refuses
+ * are its to check, as for every parser's rows. tests/spark/test_format_dataworks_v2_common_case.py holds its rows
+ * equal to the Spark SQL parser's.
+ *
+ * <p>The second argument is the parser's settings as JSON: {"column_types": {"db.table": {"column": "spark type"}}
+ * (the source's), "data_ops": {wire op: canonical op}, "version", "declared_types": {"plain": {declaration: spark
+ * type}, "oracle": {...}} (by the source's dbType: one holding ORACLE reads declarations in their Oracle meaning)}.
+ */
+public final class DataWorks2Messages implements UDF2<String, String, Row> {
+    private static final long serialVersionUID = 1L;
+
+    private static final CommonCase.Settings<Config> SETTINGS = new CommonCase.Settings<>(DataWorks2Messages::config);
+
+    /** An event time the parser's try_cast to bigint reads as sent. */
+    private static final Pattern MILLIS = Pattern.compile("-?[0-9]{1,18}");
+
+    private record Config(
+            Map<String, Map<String, String>> columnTypes,
+            Map<String, String> dataOps,
+            String version,
+            Map<String, String> plainTypes,
+            Map<String, String> oracleTypes) {}
+
+    /** What the envelope holds, as read. */
+    private static final class Message {
+        String version;
+        String op;
+        String dbType;
+        String db;
+        String schemaName;
+        String table;
+        String eventTime;
+        String scn;
+        List<String[]> declared;
+        List<String> primaryKey;
+        List<String[]> before;
+        List<String[]> after;
+    }
+
+    @Override
+    public Row call(String text, String settings) {
+        return text == null ? null : CommonCase.rowOrNull(() -> parsed(read(text), SETTINGS.of(settings)));
+    }
+
+    private static Config config(JsonNode root) {
+        JsonNode declared = root.path("declared_types");
+        return new Config(ConfiguredImages.tableTypes(root.path("column_types")), texts(root.path("data_ops")),
+                root.path("version").asText(), texts(declared.path("plain")), texts(declared.path("oracle")));
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // Reading the envelope: every field the Spark SQL parser reads must have the shape its schema gives it
+    // ---------------------------------------------------------------------------------------------------------
+
+    private static Message read(String text) throws IOException, NotCommon {
+        Message m = new Message();
+        CommonCase.readMessage(text, p -> (field, value) -> {
+            switch (field) {
+                case "version" -> m.version = scalar(p, value);
+                case "schema" -> readSchema(p, value, m);
+                case "payload" -> readPayload(p, value, m);
+                default -> p.skipChildren();
+            }
+        });
+        return m;
+    }
+
+    private static void readSchema(JsonParser p, JsonToken value, Message m) throws IOException, NotCommon {
+        fields(p, value, (field, token) -> {
+            switch (field) {
+                case "column" -> m.declared = readDeclared(p, token);
+                case "pk" -> m.primaryKey = strings(p, token);
+                case "source" -> fields(p, token, (name, v) -> {
+                    String text = scalar(p, v);
+                    switch (name) {
+                        case "dbType" -> m.dbType = text;
+                        case "dbName" -> m.db = text;
+                        case "schema" -> m.schemaName = text;
+                        case "table" -> m.table = text;
+                        default -> { }
+                    }
+                });
+                default -> p.skipChildren();
+            }
+        });
+    }
+
+    private static void readPayload(JsonParser p, JsonToken value, Message m) throws IOException, NotCommon {
+        fields(p, value, (field, token) -> {
+            switch (field) {
+                case "before" -> readImage(p, token, image -> m.before = image);
+                case "after" -> readImage(p, token, image -> m.after = image);
+                case "op" -> m.op = scalar(p, token);
+                case "scn" -> m.scn = scalar(p, token);
+                case "timestamp" -> fields(p, token, (name, v) -> {
+                    String text = scalar(p, v);
+                    if (name.equals("eventTime")) {
+                        m.eventTime = text;
+                    }
+                });
+                case "ddl" -> readNoStatement(p, token);
+                default -> p.skipChildren();
+            }
+        });
+    }
+
+    /** A `ddl` field without a statement (a data change's); a statement is not the common case. */
+    private static void readNoStatement(JsonParser p, JsonToken token) throws IOException, NotCommon {
+        if (token == JsonToken.VALUE_NULL) {
+            return;
+        }
+        fields(p, token, (field, value) -> {
+            if (field.equals("text") && scalar(p, value) != null) {
+                throw NotCommon.INSTANCE;
+            }
+            p.skipChildren();
+        });
+    }
+
+    /** [name, declaration] per declared column. */
+    private static List<String[]> readDeclared(JsonParser p, JsonToken token) throws IOException, NotCommon {
+        expect(token, JsonToken.START_ARRAY);
+        List<String[]> columns = new ArrayList<>();
+        for (JsonToken element = p.nextToken(); element == JsonToken.START_OBJECT; element = p.nextToken()) {
+            String[] column = new String[2];
+            fields(p, element, (field, v) -> {
+                String text = scalar(p, v);
+                if (field.equals("name")) {
+                    column[0] = text;
+                } else if (field.equals("type")) {
+                    column[1] = text;
+                }
+            });
+            columns.add(column);
+        }
+        expect(p.currentToken(), JsonToken.END_ARRAY);
+        return columns;
+    }
+
+    /** An image's `data` (`CommonCase.image`) to `to`; none for NULL or an image without data. */
+    private static void readImage(JsonParser p, JsonToken token, Consumer<List<String[]>> to)
+            throws IOException, NotCommon {
+        if (token == JsonToken.VALUE_NULL) {
+            return;
+        }
+        fields(p, token, (field, value) -> {
+            if (field.equals("data")) {
+                to.accept(CommonCase.image(p, value));
+            } else {
+                p.skipChildren();
+            }
+        });
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // The parser's checks and conversions, for the common case only
+    // ---------------------------------------------------------------------------------------------------------
+
+    private static Row parsed(Message m, Config settings) throws NotCommon {
+        String op = m.op == null ? null : settings.dataOps().get(m.op);
+        if (op == null || !settings.version().equals(m.version) || m.db == null || m.table == null) {
+            throw NotCommon.INSTANCE;
+        }
+        if (m.declared == null || m.eventTime == null || !MILLIS.matcher(m.eventTime).matches()) {
+            throw NotCommon.INSTANCE;
+        }
+        boolean needsAfter = op.equals("INSERT") || op.equals("UPDATE");
+        boolean needsBefore = op.equals("DELETE") || op.equals("UPDATE");
+        if ((needsAfter && m.after == null) || (needsBefore && m.before == null)) {
+            throw NotCommon.INSTANCE;
+        }
+        String[] names = new String[m.declared.size()];
+        Map<String, String> types = declaredTypes(m, names, settings);
+        Map<String, String> before = aligned(ConfiguredImages.canonical(m.before, types), names);
+        Map<String, String> after = aligned(ConfiguredImages.canonical(m.after, types), names);
+        String[] key = m.primaryKey == null || m.primaryKey.isEmpty() ? null : m.primaryKey.toArray(new String[0]);
+        ConfiguredImages.requireKey(key, after != null ? after : before);
+        return RowFactory.create(m.op, op, m.db, m.schemaName, m.table, m.eventTime, m.scn, before, after, key, names,
+                ConfiguredImages.columnTypes(names, types));
+    }
+
+    /**
+     * The declared columns' names (into `names`) and Spark types: configured, else the settings' type of the
+     * declaration. A nameless or repeated column, or a declaration the settings do not give, is not the common case.
+     */
+    private static Map<String, String> declaredTypes(Message m, String[] names, Config settings) throws NotCommon {
+        Map<String, String> configured = settings.columnTypes().getOrDefault(m.db + "." + m.table, Map.of());
+        boolean oracle = m.dbType != null && m.dbType.toUpperCase(Locale.ROOT).contains("ORACLE");
+        Map<String, String> known = oracle ? settings.oracleTypes() : settings.plainTypes();
+        Map<String, String> types = new HashMap<>(names.length * 2);
+        for (int i = 0; i < names.length; i++) {
+            String[] column = m.declared.get(i);
+            String type = configured.get(column[0]);
+            if (type == null && column[1] != null) {
+                type = known.get(column[1]);
+            }
+            if (column[0] == null || type == null || types.put(column[0], type) != null) {
+                throw NotCommon.INSTANCE;
+            }
+            names[i] = column[0];
+        }
+        return types;
+    }
+
+    /** The image when it holds exactly the declared columns in their order (NULL for none); else not common. */
+    private static Map<String, String> aligned(Map<String, String> image, String[] names) throws NotCommon {
+        if (image != null && !List.of(names).equals(List.copyOf(image.keySet()))) {
+            throw NotCommon.INSTANCE;
+        }
+        return image;
+    }
+}
