@@ -109,6 +109,17 @@ DATAWORKS2_COMMON_CASE = T.StructType(
     ]
 )
 
+# a Canal JSON line and the source's settings (JSON) -> CANAL_COMMON_CASE: the common case's fields, or NULL for any
+# other message, which takes the Spark SQL parser (lakeloader.parse.formats.canal)
+CANAL_MESSAGE = "lakeloader_canal_message"
+CANAL_COMMON_CASE = T.StructType(
+    [
+        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table", "es", "id")],
+        *[T.StructField(name, _IMAGE) for name in ("before", "after")],
+        *[T.StructField(name, _STRINGS) for name in ("primary_key", "names", "types")],
+    ]
+)
+
 # a DataHub TUPLE JSON line and the source's settings (JSON) -> DATAHUB_COMMON_CASE: the common case's fields, or NULL
 # for any other line, which takes the Spark SQL parser (lakeloader.parse.formats.datahub_tuple)
 DATAHUB_ROW = "lakeloader_datahub_row"
@@ -163,6 +174,7 @@ JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     DATAWORKS_MESSAGE: ("lakeloader.jvm.DataWorksMessages", DATAWORKS_COMMON_CASE),
     OMS_MESSAGE: ("lakeloader.jvm.OmsMessages", OMS_COMMON_CASE),
     DATAWORKS2_MESSAGE: ("lakeloader.jvm.DataWorks2Messages", DATAWORKS2_COMMON_CASE),
+    CANAL_MESSAGE: ("lakeloader.jvm.CanalMessages", CANAL_COMMON_CASE),
     DATAHUB_ROW: ("lakeloader.jvm.DataHubRows", DATAHUB_COMMON_CASE),
     DEBEZIUM_SMT_ROW: ("lakeloader.jvm.DebeziumSmtRows", DEBEZIUM_SMT_COMMON_CASE),
     DEBEZIUM_EVENT: ("lakeloader.jvm.DebeziumEvents", DEBEZIUM_COMMON_CASE),

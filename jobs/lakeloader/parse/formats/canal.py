@@ -18,6 +18,13 @@ Canal) or Base64 (OMS), per `canal_binary_encoding`. Ordering key: `es` (the cha
 the seconds), then `id` (DTS: a sequence from time and log offset; open-source Canal: the batch id; 0 when
 absent). `ts` (when the message was written), `sqlType` (JDBC codes repeating `mysqlType`) and `gtid` (names a
 transaction, not an order) are not needed.
+
+The batch's declarations are resolved once, from its first messages (`mysql_types.sampled_resolutions`). The
+common case (an insert, update or delete of one row whose columns are those `mysqlType` declares, in order,
+declared as strings, integers or floating numbers, each value plainly of its type) is read by a JVM function in
+one pass (lakeloader/jvm/CanalMessages.java), unless the source reads legacy DTS images; every other message, or
+every message without `common_case`, by the Spark SQL expressions of `build`, the reference that function is held
+to (tests/spark/test_format_canal_common_case.py).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from pyspark.sql import types as T
 
 from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
-from lakeloader.parse.formats import mysql_types
+from lakeloader.parse.formats import mysql_types, ob_types, source_types
 from lakeloader.parse.formats.common import (
     BAD_VALUES,
     LOOKUP,
@@ -36,19 +43,23 @@ from lakeloader.parse.formats.common import (
     OpTable,
     WireFields,
     canonical_image,
+    common_case_columns,
     declare_names,
     finish,
     first_reason,
     integer_text,
     invalid_columns,
+    jvm_reading,
     key_as_in_image,
     listing,
     overlay,
     parse_json,
+    parsed_with_common_case,
     timestamp_of_millis,
     with_configured_types,
     with_declaration_lookup,
 )
+from lakeloader.spark import CANAL_MESSAGE
 
 DDL_TYPES = ("CREATE", "ALTER", "ERASE", "QUERY", "TRUNCATE", "RENAME", "CINDEX", "DINDEX", "DDL")
 OPS = OpTable(data={"INSERT": C.INSERT, "INIT": C.INSERT, "UPDATE": C.UPDATE, "DELETE": C.DELETE}, ddl=DDL_TYPES)
@@ -65,38 +76,85 @@ MESSAGE = T.StructType(
 )
 
 
-def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
-    """Numbered lines -> one canonical row per data row (one per message for DDL and rejects)."""
+_DECLARING = T.StructType([T.StructField("mysqlType", _ROW)])  # what the batch's declarations are sampled from
+
+
+def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
+    """Numbered lines -> one canonical row per data row (one per message for DDL and rejects); the common case
+    read by the JVM function unless not `common_case` (module docstring)."""
+    resolutions = sampled_resolutions(lines, source)
+    if not common_case or source.canal_dts_legacy_images:
+        return build(lines, source, resolutions)
+    reading = read_common_case(source, resolutions)
+    return parsed_with_common_case(
+        lines, reading, lambda ls, message: build(ls, source, resolutions, message), _from_common_case
+    )
+
+
+def sampled_resolutions(lines: DataFrame, source: SourceConfig) -> source_types.Resolutions:
+    """The declarations of the batch's first messages, resolved once (`mysql_types.sampled_resolutions`)."""
+    sent = lines.select(F.from_json(F.col("text"), _DECLARING)["mysqlType"].alias("declared"))
+    return mysql_types.sampled_resolutions(sent, F.map_values("declared"), source.canal_binary_encoding)
+
+
+def read_common_case(source: SourceConfig, resolutions: source_types.Resolutions) -> Column:
+    """Each line as lakeloader/jvm/CanalMessages.java reads it: the common case's fields
+    (`lakeloader.spark.CANAL_COMMON_CASE`), NULL for any other message. It is given the source's configured
+    column types, this module's data ops, and the batch's declarations whose values keep their text (the
+    converters of those are OMS's: `mysql_types.converters`)."""
+    settings = {
+        "column_types": source.column_types,
+        "data_ops": dict(OPS.data),
+        "declared_types": ob_types.kept_as_sent(resolutions),
+    }
+    return jvm_reading(CANAL_MESSAGE, settings)
+
+
+def _from_common_case(common: Column) -> dict[str, Column]:
+    """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
+    passes a field on as sent (`es`, `id`)."""
+    passed = ("raw_op", "op", "db", "table", "before", "after", "primary_key")
+    return common_case_columns(common, passed) | {
+        "seq": integer_text(common["es"]),
+        "seq2": F.coalesce(integer_text(common["id"]), F.lit(0).cast(C.SEQ_TYPE)),
+        "event_time": timestamp_of_millis(common["es"].try_cast("bigint")),
+    }
+
+
+def build(
+    lines: DataFrame, source: SourceConfig, resolutions: source_types.Resolutions, message: Column | None = None
+) -> DataFrame:
+    """The Spark SQL parse (`message`: what to parse when not each line's text, `common.parse_json`)."""
     encoding = source.canal_binary_encoding
     legacy = F.lit(source.canal_dts_legacy_images)
-    message = F.col("j")
-    raw_type = message["type"]
-    is_ddl = F.coalesce(F.lower(message["isDdl"]) == "true", F.lit(False)) | raw_type.isin(*DDL_TYPES)
-    rows = F.when(legacy & (raw_type == "DELETE"), message["old"]).otherwise(message["data"])
-    frame = parse_json(lines, MESSAGE).select(
+    sent = F.col("j")
+    raw_type = sent["type"]
+    is_ddl = F.coalesce(F.lower(sent["isDdl"]) == "true", F.lit(False)) | raw_type.isin(*DDL_TYPES)
+    rows = F.when(legacy & (raw_type == "DELETE"), sent["old"]).otherwise(sent["data"])
+    frame = parse_json(lines, MESSAGE, message).select(
         *lines.columns,
         "envelope_error",
         raw_type.alias("raw_op"),
         F.when(is_ddl, F.lit(C.DDL)).otherwise(OPS.kind(raw_type)).alias("kind"),
         F.when(is_ddl, raw_type).otherwise(OPS.canonical(raw_type)).alias("op"),
-        message["database"].alias("db"),
-        message["table"].alias("table"),
-        F.when(is_ddl, message["sql"]).alias("ddl"),
+        sent["database"].alias("db"),
+        sent["table"].alias("table"),
+        F.when(is_ddl, sent["sql"]).alias("ddl"),
         F.when(
-            F.size(message["pkNames"]) > 0,
-            key_as_in_image(message["pkNames"], F.try_element_at(message["data"], F.lit(1)), message["mysqlType"]),
+            F.size(sent["pkNames"]) > 0,
+            key_as_in_image(sent["pkNames"], F.try_element_at(sent["data"], F.lit(1)), sent["mysqlType"]),
         ).alias("primary_key"),
-        integer_text(message["es"]).alias("seq"),
-        F.coalesce(integer_text(message["id"]), F.lit(0).cast(C.SEQ_TYPE)).alias("seq2"),
-        timestamp_of_millis(message["es"].try_cast("bigint")).alias("event_time"),
+        integer_text(sent["es"]).alias("seq"),
+        F.coalesce(integer_text(sent["id"]), F.lit(0).cast(C.SEQ_TYPE)).alias("seq2"),
+        timestamp_of_millis(sent["es"].try_cast("bigint")).alias("event_time"),
         rows.alias("rows"),
-        message["old"].alias("old"),
-        message["mysqlType"].alias("mysql_types"),
+        sent["old"].alias("old"),
+        sent["mysqlType"].alias("mysql_types"),
     )
     names = F.array_distinct(
         F.concat(*[F.coalesce(names, F.array().cast(STRING_ARRAY)) for names in _names(F.col("rows"), F.col("old"))])
     )
-    resolve = mysql_types.resolver(frame, F.map_values("mysql_types"), encoding)
+    resolve = mysql_types.table_resolver(resolutions, encoding)
     typed = declare_names(names, F.col("mysql_types"), resolve)
     frame = with_declaration_lookup(with_configured_types(frame.withColumn("typed", typed), source.column_types))
     converters = mysql_types.converters(encoding) | mysql_types.configured(encoding, source.column_types)

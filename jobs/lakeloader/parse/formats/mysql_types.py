@@ -28,6 +28,17 @@ def resolver(messages: DataFrame, declarations: Column, binary_encoding: str) ->
     return source_types.resolver(messages, declarations, bit_as_number=binary_encoding == "latin1")
 
 
+def sampled_resolutions(messages: DataFrame, declarations: Column, binary_encoding: str) -> source_types.Resolutions:
+    """The declarations of the batch's first messages, resolved once (`source_types.sampled_resolutions`), BIT
+    as `resolver` reads it."""
+    return source_types.sampled_resolutions(messages, declarations, bit_as_number=binary_encoding == "latin1")
+
+
+def table_resolver(resolutions: source_types.Resolutions, binary_encoding: str) -> source_types.Resolver:
+    """`resolver` answered from `resolutions` where they hold the declaration (`source_types.table_resolver`)."""
+    return source_types.table_resolver(resolutions, bit_as_number=binary_encoding == "latin1")
+
+
 def _latin1_binary(v: Column, _type: Column | None = None) -> Column:
     """Bytes written as one ISO-8859-1 character each (open-source Canal) -> canonical Base64."""
     return F.when(v.rlike(r"^[\x{0}-\x{FF}]*$"), base64_text(F.encode(v, "ISO-8859-1")))

@@ -10,9 +10,10 @@ import java.util.regex.Pattern;
 import lakeloader.jvm.CommonCase.NotCommon;
 
 /**
- * The images of a format whose messages carry no types, read by a JVM common-case reader (OmsMessages,
- * DataHubRows): every column is a string unless the source's `column_types` configures a Spark SQL type for it,
- * and a message is the common case only where each value's canonical text is its own text, which holds for the
+ * The images a JVM common-case reader reads by Spark SQL types (OmsMessages, DataHubRows, DataWorks2Messages,
+ * CanalMessages): a column is a string unless the source's `column_types` configures a Spark SQL type for it or
+ * (DataWorks 2.0, Canal, OMS DefaultExtendColumnType) its declaration resolves to one whose values keep their
+ * text, and a message is the common case only where each value's canonical text is its own text, which holds for the
  * Spark SQL converters of those formats: a string or number for a string (or unconfigured) column, a JSON number
  * for a double or float, an integer (a JSON integer, or a string of ASCII digits) in range for the integer types.
  * Any other value, or a configured type of another family (decimal, date, timestamp, boolean, binary), is left to
