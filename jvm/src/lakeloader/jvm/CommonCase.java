@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.regex.Pattern;
 import org.apache.spark.sql.Row;
@@ -170,6 +171,57 @@ final class CommonCase {
         }
         expect(p.currentToken(), JsonToken.END_ARRAY);
         return values;
+    }
+
+    /** [name, declaration] per declared column: an array of objects, their `name` and `type` strings or numbers. */
+    static List<String[]> declaredColumns(JsonParser p, JsonToken token) throws IOException, NotCommon {
+        expect(token, JsonToken.START_ARRAY);
+        List<String[]> columns = new ArrayList<>();
+        for (JsonToken element = p.nextToken(); element == JsonToken.START_OBJECT; element = p.nextToken()) {
+            String[] column = new String[2];
+            fields(p, element, (field, v) -> {
+                String text = scalar(p, v);
+                if (field.equals("name")) {
+                    column[0] = text;
+                } else if (field.equals("type")) {
+                    column[1] = text;
+                }
+            });
+            columns.add(column);
+        }
+        expect(p.currentToken(), JsonToken.END_ARRAY);
+        return columns;
+    }
+
+    /** A `ddl` object without a statement (a data change's); a statement is not the common case. */
+    static void noStatement(JsonParser p, JsonToken token) throws IOException, NotCommon {
+        if (token == JsonToken.VALUE_NULL) {
+            return;
+        }
+        fields(p, token, (field, value) -> {
+            if (field.equals("text") && scalar(p, value) != null) {
+                throw NotCommon.INSTANCE;
+            }
+            p.skipChildren();
+        });
+    }
+
+    /**
+     * An image held in a field of an object (DataWorks' `{"dataColumn": {...}}`, `{"data": {...}}`): the field's
+     * image (`image`) to `to`; none for NULL or an object without that field.
+     */
+    static void imageIn(JsonParser p, JsonToken token, String field, Consumer<List<String[]>> to)
+            throws IOException, NotCommon {
+        if (token == JsonToken.VALUE_NULL) {
+            return;
+        }
+        fields(p, token, (name, value) -> {
+            if (name.equals(field)) {
+                to.accept(image(p, value));
+            } else {
+                p.skipChildren();
+            }
+        });
     }
 
     /**

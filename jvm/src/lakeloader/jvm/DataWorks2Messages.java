@@ -1,6 +1,5 @@
 package lakeloader.jvm;
 
-import static lakeloader.jvm.CommonCase.expect;
 import static lakeloader.jvm.CommonCase.fields;
 import static lakeloader.jvm.CommonCase.scalar;
 import static lakeloader.jvm.CommonCase.strings;
@@ -10,12 +9,10 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.function.Consumer;
 import java.util.regex.Pattern;
 import lakeloader.jvm.CommonCase.NotCommon;
 import org.apache.spark.sql.Row;
@@ -105,7 +102,7 @@ public final class DataWorks2Messages implements UDF2<String, String, Row> {
     private static void readSchema(JsonParser p, JsonToken value, Message m) throws IOException, NotCommon {
         fields(p, value, (field, token) -> {
             switch (field) {
-                case "column" -> m.declared = readDeclared(p, token);
+                case "column" -> m.declared = CommonCase.declaredColumns(p, token);
                 case "pk" -> m.primaryKey = strings(p, token);
                 case "source" -> fields(p, token, (name, v) -> {
                     String text = scalar(p, v);
@@ -125,8 +122,8 @@ public final class DataWorks2Messages implements UDF2<String, String, Row> {
     private static void readPayload(JsonParser p, JsonToken value, Message m) throws IOException, NotCommon {
         fields(p, value, (field, token) -> {
             switch (field) {
-                case "before" -> readImage(p, token, image -> m.before = image);
-                case "after" -> readImage(p, token, image -> m.after = image);
+                case "before" -> CommonCase.imageIn(p, token, "data", image -> m.before = image);
+                case "after" -> CommonCase.imageIn(p, token, "data", image -> m.after = image);
                 case "op" -> m.op = scalar(p, token);
                 case "scn" -> m.scn = scalar(p, token);
                 case "timestamp" -> fields(p, token, (name, v) -> {
@@ -135,56 +132,8 @@ public final class DataWorks2Messages implements UDF2<String, String, Row> {
                         m.eventTime = text;
                     }
                 });
-                case "ddl" -> readNoStatement(p, token);
+                case "ddl" -> CommonCase.noStatement(p, token);
                 default -> p.skipChildren();
-            }
-        });
-    }
-
-    /** A `ddl` field without a statement (a data change's); a statement is not the common case. */
-    private static void readNoStatement(JsonParser p, JsonToken token) throws IOException, NotCommon {
-        if (token == JsonToken.VALUE_NULL) {
-            return;
-        }
-        fields(p, token, (field, value) -> {
-            if (field.equals("text") && scalar(p, value) != null) {
-                throw NotCommon.INSTANCE;
-            }
-            p.skipChildren();
-        });
-    }
-
-    /** [name, declaration] per declared column. */
-    private static List<String[]> readDeclared(JsonParser p, JsonToken token) throws IOException, NotCommon {
-        expect(token, JsonToken.START_ARRAY);
-        List<String[]> columns = new ArrayList<>();
-        for (JsonToken element = p.nextToken(); element == JsonToken.START_OBJECT; element = p.nextToken()) {
-            String[] column = new String[2];
-            fields(p, element, (field, v) -> {
-                String text = scalar(p, v);
-                if (field.equals("name")) {
-                    column[0] = text;
-                } else if (field.equals("type")) {
-                    column[1] = text;
-                }
-            });
-            columns.add(column);
-        }
-        expect(p.currentToken(), JsonToken.END_ARRAY);
-        return columns;
-    }
-
-    /** An image's `data` (`CommonCase.image`) to `to`; none for NULL or an image without data. */
-    private static void readImage(JsonParser p, JsonToken token, Consumer<List<String[]>> to)
-            throws IOException, NotCommon {
-        if (token == JsonToken.VALUE_NULL) {
-            return;
-        }
-        fields(p, token, (field, value) -> {
-            if (field.equals("data")) {
-                to.accept(CommonCase.image(p, value));
-            } else {
-                p.skipChildren();
             }
         });
     }

@@ -1,6 +1,5 @@
 package lakeloader.jvm;
 
-import static lakeloader.jvm.CommonCase.expect;
 import static lakeloader.jvm.CommonCase.fields;
 import static lakeloader.jvm.CommonCase.scalar;
 import static lakeloader.jvm.CommonCase.strings;
@@ -19,7 +18,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.function.Consumer;
 import java.util.regex.Pattern;
 import lakeloader.jvm.CommonCase.NotCommon;
 import org.apache.spark.sql.Row;
@@ -144,7 +142,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
     private static void readSchema(JsonParser p, JsonToken value, Message m) throws IOException, NotCommon {
         fields(p, value, (field, token) -> {
             switch (field) {
-                case "dataColumn" -> m.declared = readDeclared(p, token);
+                case "dataColumn" -> m.declared = CommonCase.declaredColumns(p, token);
                 case "primaryKey" -> m.primaryKey = strings(p, token);
                 case "source" -> fields(p, token, (name, v) -> {
                     String text = scalar(p, v);
@@ -164,8 +162,8 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
     private static void readPayload(JsonParser p, JsonToken value, Message m) throws IOException, NotCommon {
         fields(p, value, (field, token) -> {
             switch (field) {
-                case "before" -> readImage(p, token, image -> m.before = image);
-                case "after" -> readImage(p, token, image -> m.after = image);
+                case "before" -> CommonCase.imageIn(p, token, "dataColumn", image -> m.before = image);
+                case "after" -> CommonCase.imageIn(p, token, "dataColumn", image -> m.after = image);
                 case "sequenceId" -> m.sequence = scalar(p, token);
                 case "op" -> m.op = scalar(p, token);
                 case "scn" -> scalar(p, token);
@@ -175,57 +173,8 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
                         m.eventTime = text;
                     }
                 });
-                case "ddl" -> readNoStatement(p, token);
+                case "ddl" -> CommonCase.noStatement(p, token);
                 default -> p.skipChildren();
-            }
-        });
-    }
-
-    /** A `ddl` field without a statement (a data change's); a statement is not the common case. */
-    private static void readNoStatement(JsonParser p, JsonToken token) throws IOException, NotCommon {
-        if (token == JsonToken.VALUE_NULL) {
-            return;
-        }
-        fields(p, token, (field, value) -> {
-            if (field.equals("text") && scalar(p, value) != null) {
-                throw NotCommon.INSTANCE;
-            }
-            p.skipChildren();
-        });
-    }
-
-    /** [name, wire type] per declared column. */
-    private static List<String[]> readDeclared(JsonParser p, JsonToken token) throws IOException, NotCommon {
-        expect(token, JsonToken.START_ARRAY);
-        List<String[]> columns = new ArrayList<>();
-        for (JsonToken element = p.nextToken(); element == JsonToken.START_OBJECT; element = p.nextToken()) {
-            String[] column = new String[2];
-            fields(p, element, (field, v) -> {
-                String text = scalar(p, v);
-                if (field.equals("name")) {
-                    column[0] = text;
-                } else if (field.equals("type")) {
-                    column[1] = text;
-                }
-            });
-            columns.add(column);
-        }
-        expect(p.currentToken(), JsonToken.END_ARRAY);
-        return columns;
-    }
-
-    /** An image's [name, value text, token kind] in order (`CommonCase.image`) to `to`; none for NULL or an image
-     * without a dataColumn. */
-    private static void readImage(JsonParser p, JsonToken token, Consumer<List<String[]>> to)
-            throws IOException, NotCommon {
-        if (token == JsonToken.VALUE_NULL) {
-            return;
-        }
-        fields(p, token, (field, value) -> {
-            if (field.equals("dataColumn")) {
-                to.accept(CommonCase.image(p, value));
-            } else {
-                p.skipChildren();
             }
         });
     }
