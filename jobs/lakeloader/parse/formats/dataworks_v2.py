@@ -26,7 +26,7 @@ The batch's declarations are resolved once, from its first messages (`ob_types.s
 case (an insert, update or delete whose images hold exactly the declared columns in order, declared as strings,
 integers or floating numbers, each value plainly of its type) is read by a JVM function in one pass
 (lakeloader/jvm/DataWorks2Messages.java); every other message, or every message without `common_case`, by the
-Spark SQL expressions of `parse`, the reference that function is held to
+Spark SQL expressions of `build`, the reference that function is held to
 (tests/spark/test_format_dataworks_v2_common_case.py).
 """
 

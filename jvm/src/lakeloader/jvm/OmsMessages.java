@@ -14,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import lakeloader.jvm.CommonCase.NotCommon;
@@ -110,16 +111,12 @@ public final class OmsMessages implements UDF2<String, String, Row> {
         Message m = new Message();
         CommonCase.readMessage(text, p -> (field, value) -> {
             switch (field) {
-                case "prevStruct" -> {
-                    Map<String, String>[] declared = declaredSlot();
-                    m.before = lightTypes ? imageWithLightTypes(p, value, declared) : CommonCase.image(p, value);
-                    m.beforeDeclared = declared[0];
-                }
-                case "postStruct" -> {
-                    Map<String, String>[] declared = declaredSlot();
-                    m.after = lightTypes ? imageWithLightTypes(p, value, declared) : CommonCase.image(p, value);
-                    m.afterDeclared = declared[0];
-                }
+                case "prevStruct" -> m.before = lightTypes
+                        ? imageWithLightTypes(p, value, declared -> m.beforeDeclared = declared)
+                        : CommonCase.image(p, value);
+                case "postStruct" -> m.after = lightTypes
+                        ? imageWithLightTypes(p, value, declared -> m.afterDeclared = declared)
+                        : CommonCase.image(p, value);
                 case "recordType" -> m.op = scalar(p, value);
                 case "allMetaData" -> readMetadata(p, value, m);
                 default -> p.skipChildren();
@@ -175,24 +172,19 @@ public final class OmsMessages implements UDF2<String, String, Row> {
                 key, names, ConfiguredImages.columnTypes(names, types));
     }
 
-    @SuppressWarnings("unchecked")
-    private static Map<String, String>[] declaredSlot() {
-        return new Map[1];
-    }
-
     /**
      * An image whose `__light_type` field declares its columns: the other fields as CommonCase.image reads them, the
-     * declarations (column -> schemaType) into `declared[0]`; NULL for null.
+     * declarations (column -> schemaType) to `declared`; NULL for null.
      */
-    private static List<String[]> imageWithLightTypes(JsonParser p, JsonToken token, Map<String, String>[] declared)
-            throws IOException, NotCommon {
+    private static List<String[]> imageWithLightTypes(
+            JsonParser p, JsonToken token, Consumer<Map<String, String>> declared) throws IOException, NotCommon {
         if (token == JsonToken.VALUE_NULL) {
             return null;
         }
         List<String[]> image = new ArrayList<>();
         fields(p, token, (name, v) -> {
             if (name.equals(LIGHT_TYPE)) {
-                declared[0] = lightTypes(p, v);
+                declared.accept(lightTypes(p, v));
             } else {
                 image.add(CommonCase.entry(p, name, v));
             }
