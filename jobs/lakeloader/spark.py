@@ -74,6 +74,16 @@ _DTS_RECORD = T.StructType(
     ]
 )
 DTS_DECODED = T.StructType([T.StructField("decode_error", _S), T.StructField("record", _DTS_RECORD)])
+# a DTS Avro line and the source's settings (JSON) -> DTS_COMMON_CASE: the common case's fields, or NULL for any other
+# line, which takes the Spark SQL parser (lakeloader.parse.formats.dts_avro)
+DTS_MESSAGE = "lakeloader_dts_message"
+DTS_COMMON_CASE = T.StructType(
+    [
+        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table", "id", "source_timestamp")],
+        *[T.StructField(name, T.MapType(_S, _S)) for name in ("before", "after")],
+        *[T.StructField(name, T.ArrayType(_S)) for name in ("primary_key", "names", "types", "declarations")],
+    ]
+)
 # a DataWorks JSON line and the source's settings (JSON) -> DATAWORKS_COMMON_CASE: the common case's fields, or NULL
 # for any other message, which takes the Spark SQL parser (lakeloader.parse.formats.dataworks)
 DATAWORKS_MESSAGE = "lakeloader_dataworks_message"
@@ -171,6 +181,7 @@ JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     FIRST_CONTROL_CHARACTER: ("lakeloader.jvm.FirstControlCharacter", T.StringType()),
     VALID_UTF8: ("lakeloader.jvm.ValidUtf8", T.BooleanType()),
     DTS_RECORD: ("lakeloader.jvm.DtsRecords", DTS_DECODED),
+    DTS_MESSAGE: ("lakeloader.jvm.DtsMessages", DTS_COMMON_CASE),
     DATAWORKS_MESSAGE: ("lakeloader.jvm.DataWorksMessages", DATAWORKS_COMMON_CASE),
     OMS_MESSAGE: ("lakeloader.jvm.OmsMessages", OMS_COMMON_CASE),
     DATAWORKS2_MESSAGE: ("lakeloader.jvm.DataWorks2Messages", DATAWORKS2_COMMON_CASE),

@@ -44,8 +44,14 @@ do not decode quarantine the record, as does a value that does not fit its colum
 date). EmptyObject (NULL/NONE) and a null value are NULL.
 
 Ordering key: `id` (the record's unique, increasing id in the stream), then 0. Event time: sourceTimestamp.
-The decoded records are kept by a lazy local checkpoint (decoded once): an executor lost mid-parse fails
-the task's job instead of recomputing, and the step's retry runs it again.
+The batch's declarations are resolved once, from its first records (`mysql_types.sampled_resolutions`). The
+common case (an insert, update or delete of a db.table whose every field the record itself types, by its type
+number or a value, as a string, integer, floating number, decimal of at most 38 digits or bytes, each value
+plainly of its type) is read by a JVM function in one pass (lakeloader/jvm/DtsMessages.java); every other line,
+or every line without `common_case`, by the Spark SQL expressions of `build`, the reference that function is held
+to (tests/spark/test_format_dts_avro_common_case.py). The decoded records (and the function's fields) are kept by
+a lazy local checkpoint (decoded once): the batch's column types read them before the rows do. An executor lost
+mid-parse fails the task's job instead of recomputing, and the step's retry runs it again.
 """
 
 from __future__ import annotations
@@ -55,16 +61,20 @@ from pyspark.sql import functions as F
 
 from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
-from lakeloader.parse.formats import mysql_types, source_types
+from lakeloader.parse.formats import mysql_types, ob_types, source_types
 from lakeloader.parse.formats.common import (
+    COMMON_CASE,
     STRING_ARRAY,
     OpTable,
     WireFields,
+    common_case_columns,
     configured_map,
     finish,
     integer_text,
+    jvm_reading,
     let,
     listing,
+    parsed_with_common_case,
     qualified,
     split_qualified,
     timestamp_of_seconds,
@@ -73,7 +83,7 @@ from lakeloader.parse.formats.common import (
     with_canonical_images,
     with_configured_types,
 )
-from lakeloader.spark import DTS_RECORD
+from lakeloader.spark import DTS_MESSAGE, DTS_RECORD
 
 OPS = OpTable(
     data={"INSERT": C.INSERT, "INIT": C.INSERT, "UPDATE": C.UPDATE, "DELETE": C.DELETE},
@@ -108,13 +118,76 @@ BINARY_CHARSET = "binary"
 BINARY_ENCODING = "base64"  # how the flat records carry bytes (mysql_types' binary converter)
 
 
-def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
-    """Messages (Base64 DTS Avro records) -> canonical change rows with `reject_reason`."""
+def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
+    """Messages (Base64 DTS Avro records) -> canonical change rows with `reject_reason`; the common case read by
+    the JVM function unless not `common_case` (module docstring)."""
+    resolutions = sampled_resolutions(lines)
+    if not common_case:
+        return build(lines, source, resolutions)
+    return parsed_with_common_case(
+        lines,
+        read_common_case(source, resolutions),
+        lambda ls, message: build(ls, source, resolutions, message),
+        _from_common_case,
+    )
+
+
+def sampled_resolutions(lines: DataFrame) -> source_types.Resolutions:
+    """The declarations of the batch's first records, resolved once (`mysql_types.sampled_resolutions`)."""
+    record = decoded(F.col("text"))["record"]
+    sent = lines.select(
+        record["fields"].alias("fields"),
+        record["before"].alias("before_values"),
+        record["after"].alias("after_values"),
+        record["source_type"].isin(*MYSQL_SOURCES).alias("mysql_source"),
+    )
+    declarations = F.transform("fields", lambda field, i: _declared(field, i)["declaration"])
+    return mysql_types.sampled_resolutions(sent, declarations, BINARY_ENCODING)
+
+
+def read_common_case(source: SourceConfig, resolutions: source_types.Resolutions) -> Column:
+    """Each line as lakeloader/jvm/DtsMessages.java reads it: the common case's fields
+    (`lakeloader.spark.DTS_COMMON_CASE`), NULL for any other line. It is given the source's configured column
+    types and keys, this module's data ops, and the batch's declarations whose values keep their text."""
+    settings = {
+        "column_types": source.column_types,
+        "primary_keys": source.primary_keys,
+        "data_ops": dict(OPS.data),
+        "declared_types": _kept_as_sent(resolutions),
+    }
+    return jvm_reading(DTS_MESSAGE, settings)
+
+
+def _kept_as_sent(resolutions: source_types.Resolutions) -> dict[str, str]:
+    """Declaration -> Spark type of the resolved declarations whose values DtsMessages keeps as sent: those
+    `ob_types.kept_as_sent` names, decimals of at most 38 digits and bytes (Base64 as the decoder writes them)."""
+    kept = dict(ob_types.kept_as_sent(resolutions)["plain"])
+    for text, (conv, spark_type) in resolutions[False].items():
+        if (conv == "decimal" and spark_type.startswith("decimal(")) or conv == spark_type == "binary":
+            kept[text] = spark_type
+    return kept
+
+
+def _from_common_case(common: Column) -> dict[str, Column]:
+    """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
+    passes a field on as sent (`id`, `sourceTimestamp`)."""
+    passed = ("raw_op", "op", "db", "table", "before", "after", "primary_key")
+    return common_case_columns(common, passed) | {
+        "seq": integer_text(common["id"]),
+        "event_time": timestamp_of_seconds(common["source_timestamp"].try_cast("bigint")),
+    }
+
+
+def build(
+    lines: DataFrame, source: SourceConfig, resolutions: source_types.Resolutions, message: Column | None = None
+) -> DataFrame:
+    """The Spark SQL parse (`message`: what to decode when not each line's text; NULL for a line the JVM function
+    took, whose fields `_with_batch_types` reads from COMMON_CASE)."""
     record = F.col("decoded")["record"]
     op = record["operation"]
     kind = OPS.kind(op)
     db, table = _db_and_table(record["object_name"])
-    frame = lines.withColumn("decoded", decoded(F.col("text"))).select(
+    frame = lines.withColumn("decoded", decoded(F.col("text") if message is None else message)).select(
         *lines.columns,
         F.col("decoded")["decode_error"].alias("envelope_error"),
         op.alias("raw_op"),
@@ -133,11 +206,11 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
         record["source_type"].isin(*MYSQL_SOURCES).alias("mysql_source"),
     )
     names = F.col("fields")["name"]
-    # The records and their fields' declarations feed the rows, the sample of declarations (resolver) and the
-    # batch's column types (_with_batch_types): a lazy local checkpoint keeps them once computed, so each line is
-    # decoded and declared once.
+    # The records (and the JVM function's fields) and their fields' declarations feed the rows and the batch's
+    # column types (_with_batch_types): a lazy local checkpoint keeps them once computed, so each line is decoded
+    # and declared once.
     frame = frame.withColumn("declared", F.transform("fields", _declared)).localCheckpoint(eager=False)
-    resolve = mysql_types.resolver(frame, F.col("declared")["declaration"], BINARY_ENCODING)
+    resolve = mysql_types.table_resolver(resolutions, BINARY_ENCODING)
     frame = frame.withColumns(
         {
             "typed": F.transform("declared", lambda d: _typed(d, resolve)),
@@ -145,7 +218,7 @@ def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
             "raw_after": _raw_image(names, F.col("after_values")),
         }
     ).drop("declared")
-    frame = with_configured_types(_with_batch_types(frame), source.column_types)
+    frame = with_configured_types(_with_batch_types(frame, resolve), source.column_types)
     frame = with_canonical_images(
         frame, mysql_types.converters(BINARY_ENCODING) | mysql_types.configured(BINARY_ENCODING, source.column_types)
     )
@@ -221,14 +294,22 @@ def _typed(declared: Column, resolve: source_types.Resolver) -> Column:
     )
 
 
-def _with_batch_types(frame: DataFrame) -> DataFrame:
+def _with_batch_types(frame: DataFrame, resolve: source_types.Resolver) -> DataFrame:
     """`typed` as struct(name, conv, type), a fallback type (no value told it) replaced by the batch's latest
     informed type of that column: apply takes each column's latest declaration in a batch, so a NULL must not
     re-type a column that other records of the batch type from their values (bytes would load as Base64 text).
-    """
+
+    Only a batch with a fallback type needs the batch's types: one look over the (checkpointed) records says
+    whether it has one. The records the JVM function took are informed; their declarations count too."""
+    is_fallback = (F.col("kind") == C.DATA) & F.exists("typed", lambda c: ~c["informed"])
+    (has_fallback,) = frame.agg(F.coalesce(F.bool_or(is_fallback), F.lit(False))).collect()[0]
+    if not has_fallback:
+        return frame.withColumn("typed", F.transform("typed", lambda c: typed_column(c["name"], c)))
     informed = frame.where(F.col("kind") == C.DATA).select(
         "db", "table", "seq", F.explode(F.filter("typed", lambda c: c["informed"])).alias("c")
     )
+    if COMMON_CASE in frame.columns:
+        informed = informed.unionByName(_informed_by_common_case(frame, resolve))
     latest = informed.groupBy("db", "table", F.col("c.name").alias("name")).agg(
         F.max_by(F.struct(F.col("c.conv").alias("conv"), F.col("c.type").alias("type")), "seq").alias("declared")
     )
@@ -243,6 +324,29 @@ def _with_batch_types(frame: DataFrame) -> DataFrame:
         return typed_column(c["name"], F.coalesce(chosen, batch))
 
     return with_batch.withColumn("typed", F.transform("typed", declared)).drop("batch_types")
+
+
+def _informed_by_common_case(frame: DataFrame, resolve: source_types.Resolver) -> DataFrame:
+    """(db, table, seq, c) of the columns of the records the JVM function took, as `_with_batch_types` reads
+    the parser's: each distinct declaration list of a table once, at its latest record."""
+    common = F.col(COMMON_CASE)
+    lists = (
+        frame.where(common.isNotNull())
+        .groupBy(
+            common["db"].alias("db"),
+            common["table"].alias("table"),
+            common["names"].alias("names"),
+            common["declarations"].alias("declarations"),
+        )
+        .agg(F.max(integer_text(common["id"])).alias("seq"))
+    )
+    declared = F.explode(F.arrays_zip(F.col("names").alias("name"), F.col("declarations").alias("declaration")))
+    return lists.select("db", "table", "seq", declared.alias("d")).select(
+        "db",
+        "table",
+        "seq",
+        _typed(F.struct("d.name", "d.declaration", F.lit(True).alias("informed")), resolve).alias("c"),
+    )
 
 
 def _has_value(value: Column) -> Column:

@@ -107,6 +107,38 @@ final class ConfiguredImages {
         };
     }
 
+    /** Whether an integer Spark type (tinyint, smallint, int, bigint) keeps the text: an integer in its range. */
+    static boolean isInteger(String type, String text) {
+        long[] range = FAMILIES.get(type);
+        return range != null && inRange(text, range);
+    }
+
+    /**
+     * Whether plain number text (-?digits, and .digits) fits decimal(precision, scale) as common.decimal_fits
+     * decides: at most precision - scale integer digits and scale fraction digits once leading and trailing zeros
+     * are discounted (zero always fits).
+     */
+    static boolean decimalFits(String text, int precision, int scale) {
+        String unsigned = text.startsWith("-") ? text.substring(1) : text;
+        int point = unsigned.indexOf('.');
+        String digits = point < 0 ? unsigned : unsigned.substring(0, point) + unsigned.substring(point + 1);
+        int integerLength = point < 0 ? unsigned.length() : point;
+        int leading = 0;
+        while (leading < digits.length() && digits.charAt(leading) == '0') {
+            leading++;
+        }
+        int significantEnd = digits.length();
+        while (significantEnd > 0 && digits.charAt(significantEnd - 1) == '0') {
+            significantEnd--;
+        }
+        if (significantEnd == 0) {
+            return true;
+        }
+        int integerDigits = Math.max(integerLength - leading, 0);
+        int fractionDigits = Math.max(significantEnd - integerLength, 0);
+        return integerDigits <= precision - scale && fractionDigits <= scale;
+    }
+
     private static boolean inRange(String text, long[] range) {
         if (!INTEGER.matcher(text).matches()) {
             return false;

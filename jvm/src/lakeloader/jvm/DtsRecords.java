@@ -76,6 +76,11 @@ public final class DtsRecords implements UDF1<String, Row> {
 
     @Override
     public Row call(String line) {
+        return decode(line);
+    }
+
+    /** struct(decode_error, record) of a line (DtsMessages reads the record too). */
+    static Row decode(String line) {
         String text = line == null ? "" : strip(line);
         if (text.isEmpty()) {
             return failed("empty line");

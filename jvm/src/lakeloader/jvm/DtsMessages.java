@@ -1,0 +1,296 @@
+package lakeloader.jvm;
+
+import static lakeloader.jvm.CommonCase.texts;
+import static lakeloader.jvm.CommonCase.textLists;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import lakeloader.jvm.CommonCase.NotCommon;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.api.java.UDF2;
+
+/**
+ * The common case of a DTS Avro line (an INSERT, INIT, UPDATE or DELETE record of a db.table whose every field is
+ * typed by the record itself: by its MySQL type number, or by a value in one of its images, each declaration one
+ * whose values keep their text, every value plainly of it) read in one pass, or NULL for any other line: that one
+ * takes the Spark SQL parser (lakeloader.parse.formats.dts_avro), which stays the reference for every line.
+ *
+ * <p>The record is decoded by DtsRecords. Each field is declared as that parser declares it (`_declared`: the MySQL
+ * declaration of its type number for a MySQL or DRDS source, or of its sample value's union branch, the after
+ * image's value first) and typed as it types it: a configured type wins, else the Spark type the settings give the
+ * declaration (the parser resolved the batch's first declarations once and passes those whose values keep their
+ * text: strings, integers, floating numbers, decimals of at most 38 digits and bytes). A field that no value
+ * types (a NULL in a column whose type number does not say) is not the common case: the parser gives it the
+ * batch's type of that column, which a record alone cannot know. Values keep their text: numbers as sent, Float
+ * as DtsRecords writes a double, Character as decoded text (Base64 for the binary charset), bytes as Base64; a
+ * value is the common case only where the parser's converter keeps it (an integer in its type's range, a plain
+ * decimal that fits its precision and scale, ...). Dates, times and timestamps, and anything else the parser might
+ * reject, are not the common case, so this class never decides a rejection.
+ *
+ * <p>The result (lakeloader.spark's DTS_COMMON_CASE) holds the op as sent and canonical, db and table, `id` and
+ * `sourceTimestamp` as sent (the parser's own expressions read them), the images as canonical text, the configured
+ * key, the fields' names, Spark types and declarations (the parser's batch types read the declarations).
+ * tests/spark/test_format_dts_avro_common_case.py holds its rows equal to the Spark SQL parser's.
+ *
+ * <p>The second argument is the parser's settings as JSON: {"column_types": {"db.table": {"column": "spark type"}},
+ * "primary_keys": {"db.table": [column]} (the source's), "data_ops": {operation: canonical op},
+ * "declared_types": {declaration: spark type}}.
+ */
+public final class DtsMessages implements UDF2<String, String, Row> {
+    private static final long serialVersionUID = 1L;
+
+    private static final CommonCase.Settings<Config> SETTINGS = new CommonCase.Settings<>(DtsMessages::config);
+
+    private record Config(
+            Map<String, Map<String, String>> columnTypes,
+            Map<String, String[]> primaryKeys,
+            Map<String, String> dataOps,
+            Map<String, String> types) {}
+
+    /** The flat record's fields (lakeloader.spark's DTS_DECODED record) and an image value's. */
+    private static final int ID = 0, SOURCE_TIMESTAMP = 1, SOURCE_TYPE = 2, OPERATION = 3, OBJECT_NAME = 4,
+            FIELDS = 5, BEFORE = 7, AFTER = 8;
+
+    private static final int BRANCH = 0, VALUE = 1, BYTES = 2, TEXT = 3, CHARSET = 4, PRECISION = 7, SCALE = 8,
+            YEAR = 9, MONTH = 10, HOUR = 12;
+
+    private static final Set<String> MYSQL_SOURCES = Set.of("MySQL", "DRDS");
+
+    /** Type numbers whose declaration a value decides ((NEW)DECIMAL, BIT, text or bytes, GEOMETRY). */
+    private static final Set<Integer> VALUE_TYPED =
+            Set.of(0, 246, 16, 15, 245, 247, 248, 249, 250, 251, 252, 253, 254, 255);
+
+    private static final Set<Integer> STRING_TYPED = Set.of(15, 245, 247, 248, 249, 250, 251, 252, 253, 254);
+
+    private static final Map<Integer, String> DECLARED_BY_NUMBER = Map.ofEntries(
+            Map.entry(1, "tinyint unsigned"), Map.entry(2, "smallint unsigned"), Map.entry(9, "mediumint"),
+            Map.entry(3, "int unsigned"), Map.entry(8, "bigint unsigned"), Map.entry(13, "year"),
+            Map.entry(4, "double"), Map.entry(5, "double"), Map.entry(7, "timestamp"), Map.entry(12, "datetime"),
+            Map.entry(10, "date"), Map.entry(14, "date"), Map.entry(11, "time"));
+
+    /** common.split_qualified: the table after the last dot, the db before it (Spark's regexp_extract is a find). */
+    private static final Pattern QUALIFIED = Pattern.compile("^(.*)\\.([^.]+)$");
+
+    private static final Pattern PLAIN_NUMBER = Pattern.compile("-?[0-9]{1,38}(\\.[0-9]{1,38})?");
+
+    private static final Pattern SPARK_DECIMAL = Pattern.compile("decimal\\(([0-9]+),([0-9]+)\\)");
+
+    @Override
+    public Row call(String text, String settings) {
+        return text == null ? null : CommonCase.rowOrNull(() -> parsed(text, SETTINGS.of(settings)));
+    }
+
+    private static Config config(JsonNode root) {
+        return new Config(ConfiguredImages.tableTypes(root.path("column_types")), textLists(root.path("primary_keys")),
+                texts(root.path("data_ops")), texts(root.path("declared_types")));
+    }
+
+    private static Row parsed(String text, Config settings) throws NotCommon {
+        Row decoded = DtsRecords.decode(text);
+        if (decoded.get(0) != null) {
+            throw NotCommon.INSTANCE;
+        }
+        Row record = decoded.getStruct(1);
+        String operation = record.getString(OPERATION);
+        String op = settings.dataOps().get(operation);
+        String objectName = record.getString(OBJECT_NAME);
+        Matcher qualified = objectName == null ? null : QUALIFIED.matcher(objectName);
+        List<Row> fields = list(record, FIELDS);
+        if (op == null || qualified == null || !qualified.find() || qualified.group(1).isEmpty() || fields == null) {
+            throw NotCommon.INSTANCE;
+        }
+        String db = qualified.group(1);
+        String table = qualified.group(2);
+        List<Row> before = list(record, BEFORE);
+        List<Row> after = list(record, AFTER);
+        boolean needsAfter = op.equals("INSERT") || op.equals("UPDATE");
+        boolean needsBefore = op.equals("DELETE") || op.equals("UPDATE");
+        if ((after == null && needsAfter) || (before == null && needsBefore)
+                || (after != null && after.size() != fields.size())
+                || (before != null && before.size() != fields.size())) {
+            throw NotCommon.INSTANCE;
+        }
+        boolean mysql = MYSQL_SOURCES.contains(record.getString(SOURCE_TYPE));
+        Map<String, String> configured = settings.columnTypes().getOrDefault(db + "." + table, Map.of());
+        int n = fields.size();
+        String[] names = new String[n];
+        String[] declarations = new String[n];
+        String[] types = new String[n];
+        Set<String> seen = new HashSet<>(n * 2);
+        for (int i = 0; i < n; i++) {
+            Row field = fields.get(i);
+            names[i] = field.getString(0);
+            if (names[i] == null || !seen.add(names[i])) {
+                throw NotCommon.INSTANCE;
+            }
+            Row sample = sample(after == null ? null : after.get(i), before == null ? null : before.get(i));
+            int number = field.getInt(1);
+            if (sample == null && (!mysql || VALUE_TYPED.contains(number))) {
+                throw NotCommon.INSTANCE; // the batch's type of the column, not the record's
+            }
+            declarations[i] = mysql ? mysqlDeclaration(number, sample) : branchDeclaration(sample);
+            types[i] = configured.get(names[i]);
+            if (types[i] == null && declarations[i] != null) {
+                types[i] = settings.types().get(declarations[i]);
+            }
+            if (types[i] == null) {
+                throw NotCommon.INSTANCE;
+            }
+        }
+        Map<String, String> beforeImage = image(before, names, types);
+        Map<String, String> afterImage = image(after, names, types);
+        String[] key = settings.primaryKeys().get(db + "." + table);
+        ConfiguredImages.requireKey(key, afterImage != null ? afterImage : beforeImage);
+        return RowFactory.create(operation, op, db, table, record.getString(ID), record.getString(SOURCE_TIMESTAMP),
+                beforeImage, afterImage, key, names, types, declarations);
+    }
+
+    /** A list DtsRecords made (a java.util.List: Row.getList reads Scala sequences only). */
+    @SuppressWarnings("unchecked")
+    private static List<Row> list(Row record, int field) {
+        return (List<Row>) record.get(field);
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // Declarations, as the parser's `_declared` makes them
+    // ---------------------------------------------------------------------------------------------------------
+
+    private static boolean hasValue(Row value) {
+        return value != null && !"EmptyObject".equals(value.getString(BRANCH));
+    }
+
+    /** The value a field's declaration reads: the after image's, else the before image's; NULL for none. */
+    private static Row sample(Row after, Row before) {
+        return hasValue(after) ? after : hasValue(before) ? before : null;
+    }
+
+    /** The MySQL declaration a MYSQL_TYPE_* number stands for (or its value's), as `_mysql_declaration`. */
+    private static String mysqlDeclaration(int number, Row value) {
+        if (number == 0 || number == 246) {
+            return decimalDeclaration(value);
+        }
+        String declared = DECLARED_BY_NUMBER.get(number);
+        if (declared != null) {
+            return declared;
+        }
+        if (number == 16) {
+            return value != null && "Integer".equals(value.getString(BRANCH)) ? "bigint unsigned" : "bit";
+        }
+        String byValue = branchDeclaration(value);
+        if (STRING_TYPED.contains(number)) {
+            return byValue != null ? byValue : "text";
+        }
+        if (number == 255) {
+            return byValue != null ? byValue : "geometry";
+        }
+        return byValue;
+    }
+
+    /** The declaration a value's union branch implies, as `_branch_declaration` (NULL for none). */
+    private static String branchDeclaration(Row value) {
+        if (value == null) {
+            return null;
+        }
+        return switch (value.getString(BRANCH)) {
+            case "Integer" -> "decimal(38,0)";
+            case "Decimal" -> decimalDeclaration(value);
+            case "Float" -> "double";
+            case "Timestamp", "TimestampWithTimeZone" -> "timestamp";
+            case "DateTime" -> dateTimeDeclaration(value);
+            case "Character" -> isBinary(value) ? "blob" : "text";
+            case "BinaryObject", "BinaryGeometry" -> "blob";
+            case "TextObject", "TextGeometry" -> "text";
+            default -> null;
+        };
+    }
+
+    private static String decimalDeclaration(Row value) {
+        boolean hasPrecision = value != null && "Decimal".equals(value.getString(BRANCH)) && !value.isNullAt(PRECISION)
+                && value.getInt(PRECISION) > 0;
+        if (!hasPrecision) {
+            return "decimal";
+        }
+        return "decimal(" + value.getInt(PRECISION) + "," + (value.isNullAt(SCALE) ? 0 : value.getInt(SCALE)) + ")";
+    }
+
+    private static String dateTimeDeclaration(Row value) {
+        boolean year = !value.isNullAt(YEAR);
+        boolean hour = !value.isNullAt(HOUR);
+        if (year && hour) {
+            return "datetime";
+        }
+        if (!value.isNullAt(MONTH)) {
+            return "date";
+        }
+        return hour ? "time" : year ? "year" : null;
+    }
+
+    private static boolean isBinary(Row value) {
+        String charset = value.getString(CHARSET);
+        return charset != null && charset.toLowerCase(Locale.ROOT).equals("binary");
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // Values: each one's text, which must be its canonical text in its column's type
+    // ---------------------------------------------------------------------------------------------------------
+
+    /** An image's values by name, as canonical text; NULL for no image. */
+    private static Map<String, String> image(List<Row> values, String[] names, String[] types) throws NotCommon {
+        if (values == null) {
+            return null;
+        }
+        Map<String, String> image = new LinkedHashMap<>(names.length * 2);
+        for (int i = 0; i < names.length; i++) {
+            image.put(names[i], canonical(values.get(i), types[i]));
+        }
+        return image;
+    }
+
+    /** A value's text (as the parser's `_value_text`) where its column's converter keeps it; NULL for none. */
+    private static String canonical(Row value, String type) throws NotCommon {
+        if (!hasValue(value)) {
+            return null;
+        }
+        String branch = value.getString(BRANCH);
+        boolean bytes = branch.equals("BinaryObject") || branch.equals("BinaryGeometry")
+                || (branch.equals("Character") && isBinary(value));
+        String text = switch (branch) {
+            case "Integer", "Decimal", "Float", "TextObject", "TextGeometry" -> value.getString(VALUE);
+            case "Character" -> bytes ? value.getString(BYTES) : value.getString(TEXT);
+            case "BinaryObject", "BinaryGeometry" -> value.getString(BYTES);
+            default -> null; // times and dates: the parser's to convert
+        };
+        if (text == null || !keeps(type, text, branch.equals("Float"), bytes)) {
+            throw NotCommon.INSTANCE; // an undecodable Character too: the parser rejects it
+        }
+        return text;
+    }
+
+    /** Whether a column of the Spark type keeps the value's text (its converter does, and accepts it). */
+    private static boolean keeps(String type, String text, boolean isFloat, boolean bytes) {
+        if (type.equals("string")) {
+            return true;
+        }
+        if (type.equals("binary")) {
+            return bytes; // Base64 written by DtsRecords, which the parser's check accepts
+        }
+        if (type.equals("double") || type.equals("float")) {
+            return isFloat ? !text.equals("nan") && !text.endsWith("inf") : PLAIN_NUMBER.matcher(text).matches();
+        }
+        Matcher decimal = SPARK_DECIMAL.matcher(type);
+        if (decimal.matches()) {
+            return PLAIN_NUMBER.matcher(text).matches()
+                    && ConfiguredImages.decimalFits(text, Integer.parseInt(decimal.group(1)),
+                            Integer.parseInt(decimal.group(2)));
+        }
+        return ConfiguredImages.isInteger(type, text);
+    }
+}
