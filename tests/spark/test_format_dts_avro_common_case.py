@@ -35,6 +35,7 @@ TABLES = {  # objectName -> fields (name, type number)
     "shop.items": [("id", LONGLONG), ("name", VARCHAR), ("price", DECIMAL), ("ratio", DOUBLE), ("tag", BLOB)],
     "shop.pairs": [("a", LONG), ("b", 1), ("note", 252)],
     "ob.tenant.keyless": [("note", 253), ("n", 0), ("g", 255)],
+    "shop.events": [("id", LONG), ("day", 10), ("at", 12), ("ts", 7)],
 }
 NUMBERS = (0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 245, 246, 252, 253, 254, 255)
 OPERATIONS = ("INSERT", "INSERT", "INIT", "UPDATE", "UPDATE", "DELETE", "DDL", "HEARTBEAT", "BEGIN")
@@ -64,10 +65,16 @@ def _value(rng: random.Random, number: int) -> object:
             {"value": value if rng.random() < 0.3 else rng.random() * 100, "precision": 22, "scale": 0},
         )
     if number == 7:
-        return (NS + "Timestamp", {"timestamp": 1_795_000_000, "millis": rng.choice([0, 5])})
+        seconds = rng.choice([1_795_000_000, -5, 0, -62_135_596_801, 253_402_300_800])
+        return (NS + "Timestamp", {"timestamp": seconds, "millis": rng.choice([0, 5, 999, -1, 1000])})
     if number in (10, 11, 12, 14):
         parts = {"year": 2026, "month": 11, "day": 21, "hour": 5, "minute": 6, "second": 7, "millis": 8}
-        return (NS + "DateTime", {k: v if rng.random() < 0.8 else None for k, v in parts.items()})
+        if number in (10, 14):
+            parts |= {"hour": None, "minute": None, "second": None, "millis": None}
+        if rng.random() < 0.3:  # a part missing or out of its range
+            name = rng.choice(list(parts))
+            parts[name] = rng.choice([None, 0, -1, 13, 24, 31, 60, 1000, 10000])
+        return (NS + "DateTime", parts)
     if number == 255:
         return rng.choice([(NS + "BinaryGeometry", {"type": "POINT", "value": b"\x01\x02"}),
                            (NS + "TextGeometry", {"type": "POINT", "value": "POINT(1 2)"})])  # fmt: skip
@@ -153,7 +160,7 @@ def _both_ways(spark, tmp_path, lines: list[str], **settings) -> tuple[list[dict
         lines,
         "dts_avro",
         dts_avro.parse,
-        lambda messages, source: dts_avro.read_common_case(source, dts_avro.sampled_resolutions(messages)),
+        lambda messages, source: dts_avro.read_common_case(messages, source, dts_avro.sampled_resolutions(messages)),
         name="m.avro.b64",
         **settings,
     )

@@ -126,7 +126,7 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
         return build(lines, source, resolutions)
     return parsed_with_common_case(
         lines,
-        read_common_case(source, resolutions),
+        read_common_case(lines, source, resolutions),
         lambda ls, message: build(ls, source, resolutions, message),
         _from_common_case,
     )
@@ -145,25 +145,33 @@ def sampled_resolutions(lines: DataFrame) -> source_types.Resolutions:
     return mysql_types.sampled_resolutions(sent, declarations, BINARY_ENCODING)
 
 
-def read_common_case(source: SourceConfig, resolutions: source_types.Resolutions) -> Column:
-    """Each line as lakeloader/jvm/DtsMessages.java reads it: the common case's fields
+def read_common_case(lines: DataFrame, source: SourceConfig, resolutions: source_types.Resolutions) -> Column:
+    """Each of the `lines` as lakeloader/jvm/DtsMessages.java reads it: the common case's fields
     (`lakeloader.spark.DTS_COMMON_CASE`), NULL for any other line. It is given the source's configured column
-    types and keys, this module's data ops, and the batch's declarations whose values keep their text."""
+    types and keys, this module's data ops, the batch's declarations it reads (`_common_case_types`) and the
+    session's time zone (Timestamp values are written in it)."""
     settings = {
         "column_types": source.column_types,
         "primary_keys": source.primary_keys,
         "data_ops": dict(OPS.data),
-        "declared_types": _kept_as_sent(resolutions),
+        "declared_types": _common_case_types(resolutions),
+        "time_zone": lines.sparkSession.conf.get("spark.sql.session.timeZone"),
     }
     return jvm_reading(DTS_MESSAGE, settings)
 
 
-def _kept_as_sent(resolutions: source_types.Resolutions) -> dict[str, str]:
-    """Declaration -> Spark type of the resolved declarations whose values DtsMessages keeps as sent: those
-    `ob_types.kept_as_sent` names, decimals of at most 38 digits and bytes (Base64 as the decoder writes them)."""
+# the converters DtsMessages knows besides those whose values keep their text, with the Spark type they give
+_READ_BY_THE_FUNCTION = {"binary": "binary", "date": "date", "datetime": "timestamp_ntz", "timestamp": "timestamp"}
+
+
+def _common_case_types(resolutions: source_types.Resolutions) -> dict[str, str]:
+    """Declaration -> Spark type of the resolved declarations DtsMessages reads: those `ob_types.kept_as_sent`
+    names, decimals of at most 38 digits, bytes (Base64 as the decoder writes them), dates and timestamps."""
     kept = dict(ob_types.kept_as_sent(resolutions)["plain"])
     for text, (conv, spark_type) in resolutions[False].items():
-        if (conv == "decimal" and spark_type.startswith("decimal(")) or conv == spark_type == "binary":
+        if (conv == "decimal" and spark_type.startswith("decimal(")) or _READ_BY_THE_FUNCTION.get(
+            conv or ""
+        ) == spark_type:
             kept[text] = spark_type
     return kept
 

@@ -4,6 +4,12 @@ import static lakeloader.jvm.CommonCase.texts;
 import static lakeloader.jvm.CommonCase.textLists;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.time.DateTimeException;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.LocalTime;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -53,14 +59,19 @@ public final class DtsMessages implements UDF2<String, String, Row> {
             Map<String, Map<String, String>> columnTypes,
             Map<String, String[]> primaryKeys,
             Map<String, String> dataOps,
-            Map<String, String> types) {}
+            Map<String, String> types,
+            boolean utc) {}
 
     /** The flat record's fields (lakeloader.spark's DTS_DECODED record) and an image value's. */
     private static final int ID = 0, SOURCE_TIMESTAMP = 1, SOURCE_TYPE = 2, OPERATION = 3, OBJECT_NAME = 4,
             FIELDS = 5, BEFORE = 7, AFTER = 8;
 
     private static final int BRANCH = 0, VALUE = 1, BYTES = 2, TEXT = 3, CHARSET = 4, PRECISION = 7, SCALE = 8,
-            YEAR = 9, MONTH = 10, HOUR = 12;
+            YEAR = 9, MONTH = 10, DAY = 11, HOUR = 12, MINUTE = 13, SECOND = 14, MILLIS = 15;
+
+    /** common.CANONICAL_TIMESTAMP: a timestamp's (UTC) or a wall clock's canonical text. */
+    private static final DateTimeFormatter CANONICAL_TIMESTAMP =
+            DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSSSSS", Locale.US);
 
     private static final Set<String> MYSQL_SOURCES = Set.of("MySQL", "DRDS");
 
@@ -90,7 +101,8 @@ public final class DtsMessages implements UDF2<String, String, Row> {
 
     private static Config config(JsonNode root) {
         return new Config(ConfiguredImages.tableTypes(root.path("column_types")), textLists(root.path("primary_keys")),
-                texts(root.path("data_ops")), texts(root.path("declared_types")));
+                texts(root.path("data_ops")), texts(root.path("declared_types")),
+                root.path("time_zone").asText().equals("UTC"));
     }
 
     private static Row parsed(String text, Config settings) throws NotCommon {
@@ -145,8 +157,8 @@ public final class DtsMessages implements UDF2<String, String, Row> {
                 throw NotCommon.INSTANCE;
             }
         }
-        Map<String, String> beforeImage = image(before, names, types);
-        Map<String, String> afterImage = image(after, names, types);
+        Map<String, String> beforeImage = image(before, names, types, settings.utc());
+        Map<String, String> afterImage = image(after, names, types, settings.utc());
         String[] key = settings.primaryKeys().get(db + "." + table);
         ConfiguredImages.requireKey(key, afterImage != null ? afterImage : beforeImage);
         return RowFactory.create(operation, op, db, table, record.getString(ID), record.getString(SOURCE_TIMESTAMP),
@@ -243,35 +255,53 @@ public final class DtsMessages implements UDF2<String, String, Row> {
     // ---------------------------------------------------------------------------------------------------------
 
     /** An image's values by name, as canonical text; NULL for no image. */
-    private static Map<String, String> image(List<Row> values, String[] names, String[] types) throws NotCommon {
+    private static Map<String, String> image(List<Row> values, String[] names, String[] types, boolean utc)
+            throws NotCommon {
         if (values == null) {
             return null;
         }
         Map<String, String> image = new LinkedHashMap<>(names.length * 2);
         for (int i = 0; i < names.length; i++) {
-            image.put(names[i], canonical(values.get(i), types[i]));
+            image.put(names[i], canonical(values.get(i), types[i], utc));
         }
         return image;
     }
 
-    /** A value's text (as the parser's `_value_text`) where its column's converter keeps it; NULL for none. */
-    private static String canonical(Row value, String type) throws NotCommon {
+    /**
+     * A value's canonical text in its column's type, where the parser's converter accepts the value's text (its
+     * `_value_text`) and this class knows the result; NULL for no value. Numbers, text and bytes keep their text;
+     * a DateTime of all its parts in a timestamp_ntz column and one of date parts only in a date column are
+     * written as the parser's converters write them, as is a Timestamp in a timestamp or timestamp_ntz column when
+     * the session's time zone is UTC (the parser writes it as UTC text in the session's zone, then reads it back).
+     */
+    private static String canonical(Row value, String type, boolean utc) throws NotCommon {
         if (!hasValue(value)) {
             return null;
         }
         String branch = value.getString(BRANCH);
+        String converted = switch (branch) {
+            case "DateTime" -> dateTime(value, type);
+            case "Timestamp" -> utc && (type.equals("timestamp") || type.equals("timestamp_ntz")) ? timestamp(value)
+                    : null;
+            case "TimestampWithTimeZone" -> null;
+            default -> kept(value, branch, type);
+        };
+        if (converted == null) {
+            throw NotCommon.INSTANCE; // an undecodable Character too: the parser rejects it
+        }
+        return converted;
+    }
+
+    /** The text of a number, a text or bytes, where its column's type keeps it; NULL otherwise. */
+    private static String kept(Row value, String branch, String type) {
         boolean bytes = branch.equals("BinaryObject") || branch.equals("BinaryGeometry")
                 || (branch.equals("Character") && isBinary(value));
         String text = switch (branch) {
             case "Integer", "Decimal", "Float", "TextObject", "TextGeometry" -> value.getString(VALUE);
-            case "Character" -> bytes ? value.getString(BYTES) : value.getString(TEXT);
-            case "BinaryObject", "BinaryGeometry" -> value.getString(BYTES);
-            default -> null; // times and dates: the parser's to convert
+            case "Character", "BinaryObject", "BinaryGeometry" -> bytes ? value.getString(BYTES) : value.getString(TEXT);
+            default -> null;
         };
-        if (text == null || !keeps(type, text, branch.equals("Float"), bytes)) {
-            throw NotCommon.INSTANCE; // an undecodable Character too: the parser rejects it
-        }
-        return text;
+        return text != null && keeps(type, text, branch.equals("Float"), bytes) ? text : null;
     }
 
     /** Whether a column of the Spark type keeps the value's text (its converter does, and accepts it). */
@@ -292,5 +322,46 @@ public final class DtsMessages implements UDF2<String, String, Row> {
                             Integer.parseInt(decimal.group(2)));
         }
         return ConfiguredImages.isInteger(type, text);
+    }
+
+    /**
+     * A DateTime's canonical text: a wall clock of all six parts (milliseconds optional) in a timestamp_ntz column,
+     * a date (no hour) in a date column, each a valid date in years 1-9999; NULL for anything else.
+     */
+    private static String dateTime(Row value, String type) {
+        boolean date = !value.isNullAt(YEAR) && !value.isNullAt(MONTH) && !value.isNullAt(DAY);
+        boolean clock = !value.isNullAt(HOUR) && !value.isNullAt(MINUTE) && !value.isNullAt(SECOND);
+        int millis = value.isNullAt(MILLIS) ? 0 : value.getInt(MILLIS);
+        if (!date || value.getInt(YEAR) < 1 || value.getInt(YEAR) > 9999 || millis < 0 || millis > 999) {
+            return null;
+        }
+        try {
+            LocalDate day = LocalDate.of(value.getInt(YEAR), value.getInt(MONTH), value.getInt(DAY));
+            if (type.equals("date") && value.isNullAt(HOUR)) {
+                return day.toString();
+            }
+            if (type.equals("timestamp_ntz") && clock) {
+                LocalTime time = LocalTime.of(value.getInt(HOUR), value.getInt(MINUTE), value.getInt(SECOND),
+                        millis * 1_000_000);
+                return CANONICAL_TIMESTAMP.format(LocalDateTime.of(day, time));
+            }
+            return null;
+        } catch (DateTimeException invalid) {
+            return null;
+        }
+    }
+
+    /** A Timestamp's canonical text: seconds and milliseconds since 1970 as UTC text; NULL outside years 1-9999. */
+    private static String timestamp(Row value) {
+        try {
+            long seconds = Long.parseLong(value.getString(VALUE));
+            long millis = value.isNullAt(MILLIS) ? 0 : value.getInt(MILLIS);
+            long micros = Math.addExact(Math.multiplyExact(seconds, 1_000_000L), millis * 1000);
+            LocalDateTime utc = LocalDateTime.ofEpochSecond(Math.floorDiv(micros, 1_000_000L),
+                    (int) Math.floorMod(micros, 1_000_000L) * 1000, ZoneOffset.UTC);
+            return utc.getYear() >= 1 && utc.getYear() <= 9999 ? CANONICAL_TIMESTAMP.format(utc) : null;
+        } catch (ArithmeticException | DateTimeException | NumberFormatException outOfRange) {
+            return null;
+        }
     }
 }
