@@ -43,6 +43,8 @@ def _value(rng: random.Random, declaration: str) -> object:
         return str(rng.choice([0, -7, 127, 128, 2**31, 2**63 - 1, 2**64 - 1, rng.randrange(-(10**6), 10**6)]))
     if declaration in ("float", "double"):
         return rng.choice(["0.5", "-2.25", "1e300", "3", "1.10"])
+    if declaration.startswith("decimal"):
+        return rng.choice(["12.50", "-0.5", "0", "-0", "12345678.99", "123456789.1", "0.001", "1e2", " 7"])
     return rng.choice(["plain", "", "café ☕", "12", "2020-01-01 00:00:00", None])
 
 

@@ -21,10 +21,10 @@ transaction, not an order) are not needed.
 
 The batch's declarations are resolved once, from its first messages (`mysql_types.sampled_resolutions`). The
 common case (an insert, update or delete of one row whose columns are those `mysqlType` declares, in order,
-declared as strings, integers or floating numbers, each value plainly of its type) is read by a JVM function in
-one pass (lakeloader/jvm/CanalMessages.java), unless the source reads legacy DTS images; every other message, or
-every message without `common_case`, by the Spark SQL expressions of `build`, the reference that function is held
-to (tests/spark/test_format_canal_common_case.py).
+declared as strings, integers, floating numbers or decimals, each value plainly of its type) is read by a JVM
+function in one pass (lakeloader/jvm/CanalMessages.java), unless the source reads legacy DTS images; every other
+message, or every message without `common_case`, by the Spark SQL expressions of `build`, the reference that
+function is held to (tests/spark/test_format_canal_common_case.py).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ SCN first would be wrong for tables whose full-load rows carry no SCN while late
 
 The batch's declarations are resolved once, from its first messages (`ob_types.sampled_resolutions`). The common
 case (an insert, update or delete whose images hold exactly the declared columns in order, declared as strings,
-integers or floating numbers, each value plainly of its type) is read by a JVM function in one pass
+integers, floating numbers or decimals, each value plainly of its type) is read by a JVM function in one pass
 (lakeloader/jvm/DataWorks2Messages.java); every other message, or every message without `common_case`, by the
 Spark SQL expressions of `build`, the reference that function is held to
 (tests/spark/test_format_dataworks_v2_common_case.py).

@@ -166,12 +166,11 @@ _READ_BY_THE_FUNCTION = {"binary": "binary", "date": "date", "datetime": "timest
 
 def _common_case_types(resolutions: source_types.Resolutions) -> dict[str, str]:
     """Declaration -> Spark type of the resolved declarations DtsMessages reads: those `ob_types.kept_as_sent`
-    names, decimals of at most 38 digits, bytes (Base64 as the decoder writes them), dates and timestamps."""
+    names (strings, integers, floating numbers, decimals of at most 38 digits), bytes (Base64 as the decoder
+    writes them), dates and timestamps."""
     kept = dict(ob_types.kept_as_sent(resolutions)["plain"])
     for text, (conv, spark_type) in resolutions[False].items():
-        if (conv == "decimal" and spark_type.startswith("decimal(")) or _READ_BY_THE_FUNCTION.get(
-            conv or ""
-        ) == spark_type:
+        if _READ_BY_THE_FUNCTION.get(conv or "") == spark_type:
             kept[text] = spark_type
     return kept
 

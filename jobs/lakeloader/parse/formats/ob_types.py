@@ -103,20 +103,25 @@ def table_resolver(resolutions: source_types.Resolutions, oracle_tenant: Column)
     return source_types.table_resolver(resolutions, oracle=oracle_tenant, signedness_unknown=True)
 
 
-# the Spark types whose converter here keeps the text of a value it accepts (`checked_cast`): with strings, the
-# families a JVM common-case reader reads (jvm/src/lakeloader/jvm/ConfiguredImages.java)
+# the Spark types whose converter here keeps the text of a value it accepts (`checked_cast`): with strings and
+# decimals, the families a JVM common-case reader reads (jvm/src/lakeloader/jvm/ConfiguredImages.java)
 _TEXT_KEPT = {"tinyint", "smallint", "int", "bigint", "float", "double"}
 
 
 def kept_as_sent(resolutions: source_types.Resolutions) -> dict[str, dict[str, str]]:
     """The resolved declarations whose values keep their text as sent ("plain"/"oracle" -> declaration -> Spark
-    type): strings without a converter, and the integer and floating types read by `checked_cast` of their name.
-    Any other (decimal, dates and times, bytes, Oracle's FLOAT as a number) converts its values."""
+    type): strings without a converter, the integer and floating types read by `checked_cast` of their name, and
+    decimals of at most 38 digits (`checked_decimal`). Any other (dates and times, bytes, exact text of longer
+    decimals, Oracle's FLOAT as a number) converts its values."""
+
+    def kept(conv: str | None, spark_type: str) -> bool:
+        if conv is None:
+            return spark_type == source_types.EXACT_TEXT
+        return (conv == spark_type and conv in _TEXT_KEPT) or (conv == "decimal" and spark_type.startswith("decimal("))
+
     return {
         meaning: {
-            text: spark_type
-            for text, (conv, spark_type) in resolutions[oracle].items()
-            if (conv is None and spark_type == source_types.EXACT_TEXT) or (conv == spark_type and conv in _TEXT_KEPT)
+            text: spark_type for text, (conv, spark_type) in resolutions[oracle].items() if kept(conv, spark_type)
         }
         for meaning, oracle in (("plain", False), ("oracle", True))
     }

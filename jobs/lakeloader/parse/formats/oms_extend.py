@@ -9,8 +9,8 @@ for DELETE; UPDATE examples carry it in both). It is metadata, not a column. Typ
 column without a `__light_type` entry keeps its text as a string.
 
 The batch's declarations are resolved once, from its first messages (`ob_types.sampled_resolutions`): the Spark
-SQL parser looks them up there, and the common case (a data change whose columns are strings, integers or
-floating numbers by a declaration found there) is read by the JVM function of the Default format
+SQL parser looks them up there, and the common case (a data change whose columns are strings, integers,
+floating numbers or decimals by a declaration found there) is read by the JVM function of the Default format
 (lakeloader/jvm/OmsMessages.java), given those declarations.
 """
 

@@ -35,7 +35,7 @@ import org.apache.spark.sql.api.java.UDF2;
  * `common.overlay` lays it), the key and the declared columns with their Spark types. Declarations are typed as
  * the parser types them: a configured type wins, else the Spark type the settings give the declaration (the parser
  * resolved the batch's first declarations once and passes those whose values keep their text: strings, integers,
- * floating numbers); a declaration not among them is not the common case, nor is anything else (DDL, several rows,
+ * floating numbers, decimals); a declaration not among them is not the common case, nor is anything else (DDL, several rows,
  * a key named in another case, a value of another kind), so this class never decides a rejection. The names the
  * framing refuses are its to check, as for every parser's rows. tests/spark/test_format_canal_common_case.py holds
  * its rows equal to the Spark SQL parser's.

@@ -15,9 +15,10 @@ import lakeloader.jvm.CommonCase.NotCommon;
  * (DataWorks 2.0, Canal, OMS DefaultExtendColumnType) its declaration resolves to one whose values keep their
  * text, and a message is the common case only where each value's canonical text is its own text, which holds for the
  * Spark SQL converters of those formats: a string or number for a string (or unconfigured) column, a JSON number
- * for a double or float, an integer (a JSON integer, or a string of ASCII digits) in range for the integer types.
- * Any other value, or a configured type of another family (decimal, date, timestamp, boolean, binary), is left to
- * the format's Spark SQL parser (NotCommon).
+ * for a double or float, an integer (a JSON integer, or a string of ASCII digits) in range for the integer types,
+ * a number in plain notation (a JSON number or string) that fits a decimal(p,s) (`checked_decimal`). Any other
+ * value, or a configured type of another family (date, timestamp, boolean, binary), is left to the format's Spark
+ * SQL parser (NotCommon). DtsMessages reads its values' text by these families too.
  */
 final class ConfiguredImages {
     /** The Spark type families a configured column may have here, with their ranges (NULL: not an integer). */
@@ -31,12 +32,18 @@ final class ConfiguredImages {
         FAMILIES.put("smallint", new long[] {Short.MIN_VALUE, Short.MAX_VALUE});
         FAMILIES.put("int", new long[] {Integer.MIN_VALUE, Integer.MAX_VALUE});
         FAMILIES.put("bigint", new long[] {Long.MIN_VALUE, Long.MAX_VALUE});
+        FAMILIES.put("decimal", null);
     }
 
     /** common.TYPE_FAMILY, as Spark finds it. */
     private static final Pattern FAMILY = Pattern.compile("^([a-z_]+)");
 
     private static final Pattern INTEGER = Pattern.compile("-?[0-9]{1,19}");
+
+    /** A number in plain notation, as common.checked_decimal reads it without an exponent. */
+    static final Pattern PLAIN_NUMBER = Pattern.compile("-?[0-9]{1,38}(\\.[0-9]{1,38})?");
+
+    private static final Pattern DECIMAL = Pattern.compile("decimal\\(([0-9]{1,2}),([0-9]{1,2})\\)");
 
     private ConfiguredImages() {}
 
@@ -103,6 +110,7 @@ final class ConfiguredImages {
         return switch (family.group(1)) {
             case "string" -> true;
             case "double", "float" -> kind.equals("int") || kind.equals("float");
+            case "decimal" -> fitsDecimal(type, text);
             default -> (kind.equals("int") || kind.equals("string")) && inRange(text, range);
         };
     }
@@ -113,12 +121,19 @@ final class ConfiguredImages {
         return range != null && inRange(text, range);
     }
 
+    /** Whether a decimal(p,s) Spark type keeps the text: a plain number that fits it (`decimalFits`). */
+    static boolean fitsDecimal(String type, String text) {
+        Matcher decimal = DECIMAL.matcher(type);
+        return decimal.matches() && PLAIN_NUMBER.matcher(text).matches()
+                && decimalFits(text, Integer.parseInt(decimal.group(1)), Integer.parseInt(decimal.group(2)));
+    }
+
     /**
      * Whether plain number text (-?digits, and .digits) fits decimal(precision, scale) as common.decimal_fits
      * decides: at most precision - scale integer digits and scale fraction digits once leading and trailing zeros
      * are discounted (zero always fits).
      */
-    static boolean decimalFits(String text, int precision, int scale) {
+    private static boolean decimalFits(String text, int precision, int scale) {
         String unsigned = text.startsWith("-") ? text.substring(1) : text;
         int point = unsigned.indexOf('.');
         String digits = point < 0 ? unsigned : unsigned.substring(0, point) + unsigned.substring(point + 1);

@@ -90,9 +90,6 @@ public final class DtsMessages implements UDF2<String, String, Row> {
     /** common.split_qualified: the table after the last dot, the db before it (Spark's regexp_extract is a find). */
     private static final Pattern QUALIFIED = Pattern.compile("^(.*)\\.([^.]+)$");
 
-    private static final Pattern PLAIN_NUMBER = Pattern.compile("-?[0-9]{1,38}(\\.[0-9]{1,38})?");
-
-    private static final Pattern SPARK_DECIMAL = Pattern.compile("decimal\\(([0-9]+),([0-9]+)\\)");
 
     @Override
     public Row call(String text, String settings) {
@@ -313,15 +310,9 @@ public final class DtsMessages implements UDF2<String, String, Row> {
             return bytes; // Base64 written by DtsRecords, which the parser's check accepts
         }
         if (type.equals("double") || type.equals("float")) {
-            return isFloat ? !text.equals("nan") && !text.endsWith("inf") : PLAIN_NUMBER.matcher(text).matches();
+            return isFloat ? !text.equals("nan") && !text.endsWith("inf") : ConfiguredImages.PLAIN_NUMBER.matcher(text).matches();
         }
-        Matcher decimal = SPARK_DECIMAL.matcher(type);
-        if (decimal.matches()) {
-            return PLAIN_NUMBER.matcher(text).matches()
-                    && ConfiguredImages.decimalFits(text, Integer.parseInt(decimal.group(1)),
-                            Integer.parseInt(decimal.group(2)));
-        }
-        return ConfiguredImages.isInteger(type, text);
+        return ConfiguredImages.fitsDecimal(type, text) || ConfiguredImages.isInteger(type, text);
     }
 
     /**
