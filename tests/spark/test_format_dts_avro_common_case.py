@@ -11,7 +11,7 @@ import base64
 import random
 
 import pytest
-from common_case_support import parsed_both_ways
+from common_case_support import generated_lines, parsed_both_ways
 from test_format_dts_avro import (
     BLOB,
     DECIMAL,
@@ -136,21 +136,14 @@ def _mutated(rng: random.Random, message: dict) -> dict:
     return message
 
 
-def _lines(seed: int, count: int) -> list[str]:
-    rng = random.Random(seed)
-    lines = []
-    for seq in range(1, count + 1):
-        message = _record(rng, seq)
-        for _ in range(rng.choice([0, 0, 0, 1, 1, 2])):
-            message = _mutated(rng, message)
-        damage = rng.randrange(60)
-        if damage == 0:
-            lines.append(base64.b64encode(avro(message)[:-1]).decode())
-        elif damage == 1:
-            lines.append("not base64!")
-        else:
-            lines.append(line(message))
-    return lines
+def _line(rng: random.Random, message: dict) -> str:
+    """The record's Base64 line, one time in thirty damaged: its binary cut short, or no Base64 at all."""
+    damage = rng.randrange(60)
+    if damage == 0:
+        return base64.b64encode(avro(message)[:-1]).decode()
+    if damage == 1:
+        return "not base64!"
+    return line(message)
 
 
 def _both_ways(spark, tmp_path, lines: list[str], **settings) -> tuple[list[dict], list[dict], int]:
@@ -181,7 +174,7 @@ KEYS = {"shop.items": ["id"], "shop.pairs": ["a", "b"], "ob.tenant.keyless": ["N
     ids=["no configured types", "configured types of every family", "configured keys"],
 )
 def test_the_jvm_common_case_gives_the_rows_the_spark_sql_parser_gives(spark, tmp_path, settings):
-    lines = _lines(61, 2500)
+    lines = generated_lines(61, 2500, _record, _mutated, _line)
 
     with_jvm, spark_sql, taken = _both_ways(spark, tmp_path, lines, **settings)
 

@@ -195,7 +195,10 @@ def test_declarations_resolved_once_per_batch_get_what_the_rules_give_and_later_
     ]
     frame = spark.createDataFrame(messages, "declarations array<string>, oracle boolean")
     for unknown in (False, True):
-        by_table = source_types.resolver(frame, F.col("declarations"), F.col("oracle"), signedness_unknown=unknown)
+        resolutions = source_types.sampled_resolutions(
+            frame, F.col("declarations"), F.col("oracle"), signedness_unknown=unknown
+        )
+        by_table = source_types.table_resolver(resolutions, F.col("oracle"), signedness_unknown=unknown)
         rows = frame.select(
             F.transform("declarations", by_table).alias("got"), per_value(unknown).alias("expected")
         ).collect()

@@ -46,12 +46,13 @@ date). EmptyObject (NULL/NONE) and a null value are NULL.
 Ordering key: `id` (the record's unique, increasing id in the stream), then 0. Event time: sourceTimestamp.
 The batch's declarations are resolved once, from its first records (`mysql_types.sampled_resolutions`). The
 common case (an insert, update or delete of a db.table whose every field the record itself types, by its type
-number or a value, as a string, integer, floating number, decimal of at most 38 digits or bytes, each value
-plainly of its type) is read by a JVM function in one pass (lakeloader/jvm/DtsMessages.java); every other line,
-or every line without `common_case`, by the Spark SQL expressions of `build`, the reference that function is held
-to (tests/spark/test_format_dts_avro_common_case.py). The decoded records (and the function's fields) are kept by
-a lazy local checkpoint (decoded once): the batch's column types read them before the rows do. An executor lost
-mid-parse fails the task's job instead of recomputing, and the step's retry runs it again.
+number or a value, as a string, integer, floating number, decimal of at most 38 digits, bytes, date or wall
+clock, or as a timestamp in a UTC session, each value plainly of its type) is read by a JVM function in one pass
+(lakeloader/jvm/DtsMessages.java); every other line, or every line without `common_case`, by the Spark SQL
+expressions of `build`, the reference that function is held to (tests/spark/test_format_dts_avro_common_case.py).
+The decoded records (and the function's fields) are kept by a lazy local checkpoint (decoded once): the batch's
+column types read them before the rows do. An executor lost mid-parse fails the task's job instead of
+recomputing, and the step's retry runs it again.
 """
 
 from __future__ import annotations
@@ -289,7 +290,7 @@ def _declared_by_sample(field: Column, sample: Column) -> Column:
 
 def _typed(declared: Column, resolve: source_types.Resolver) -> Column:
     """struct(name, conv, type, informed) of a declared field, its declaration typed by mysql_types: a batch
-    repeats a handful of declarations, resolved once (`resolve`, source_types.resolver)."""
+    repeats a handful of declarations, resolved once (`resolve`, source_types.table_resolver)."""
     return let(
         resolve(declared["declaration"]),
         lambda resolved: F.struct(

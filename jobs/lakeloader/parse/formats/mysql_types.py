@@ -20,22 +20,16 @@ from lakeloader.parse.formats import ob_types, source_types
 from lakeloader.parse.formats.common import Converter, base64_text, checked_base64, configured_converters
 
 
-def resolver(messages: DataFrame, declarations: Column, binary_encoding: str) -> source_types.Resolver:
-    """struct(conv, type) of a declared MySQL type (NULL declaration: string) by the one mapping of
-    lakeloader.parse.formats.source_types, the declarations of the batch's first messages resolved once
-    (source_types.resolver); BIT is a number where binary values are ISO-8859-1 text (open-source Canal sends a
-    BIT's value as a number)."""
-    return source_types.resolver(messages, declarations, bit_as_number=binary_encoding == "latin1")
-
-
 def sampled_resolutions(messages: DataFrame, declarations: Column, binary_encoding: str) -> source_types.Resolutions:
-    """The declarations of the batch's first messages, resolved once (`source_types.sampled_resolutions`), BIT
-    as `resolver` reads it."""
+    """The declarations of the batch's first messages, resolved once (`source_types.sampled_resolutions`) by the
+    one mapping of lakeloader.parse.formats.source_types (a NULL declaration is a string); BIT is a number where
+    binary values are ISO-8859-1 text (open-source Canal sends a BIT's value as a number)."""
     return source_types.sampled_resolutions(messages, declarations, bit_as_number=binary_encoding == "latin1")
 
 
 def table_resolver(resolutions: source_types.Resolutions, binary_encoding: str) -> source_types.Resolver:
-    """`resolver` answered from `resolutions` where they hold the declaration (`source_types.table_resolver`)."""
+    """struct(conv, type) of a declared MySQL type, answered from `resolutions` where they hold the declaration
+    (`source_types.table_resolver`), BIT as `sampled_resolutions` reads it."""
     return source_types.table_resolver(resolutions, bit_as_number=binary_encoding == "latin1")
 
 
@@ -52,7 +46,7 @@ def configured(binary_encoding: str, column_types: Mapping[str, Mapping[str, str
 
 
 def converters(binary_encoding: str) -> dict[str, Converter]:
-    """The converter of each `conv` that `resolver` assigns (other columns keep their text)."""
+    """The converter of each `conv` that `table_resolver` assigns (other columns keep their text)."""
     return {
         **ob_types.CONVERTERS,
         "binary": checked_base64 if binary_encoding == "base64" else _latin1_binary,

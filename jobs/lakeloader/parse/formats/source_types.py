@@ -241,7 +241,7 @@ def resolve(
 
 
 SAMPLE_MESSAGES = 5000
-"""How many of a batch's first messages name the declarations `resolver` resolves once."""
+"""How many of a batch's first messages name the declarations `sampled_resolutions` resolves once."""
 
 Resolver = Callable[[Column], Column]
 _RESOLVED = "struct<conv:string,type:string>"
@@ -273,22 +273,6 @@ def sampled_resolutions(
     for text, is_oracle, resolved in seen.collect():
         resolutions[is_oracle][text] = (resolved["conv"], resolved["type"])
     return resolutions
-
-
-def resolver(
-    messages: DataFrame,
-    declarations: Column,
-    oracle: Column | bool = False,
-    signedness_unknown: bool = False,
-    bit_as_number: bool = False,
-) -> Resolver:
-    """`resolve` (with these settings) as a function of the declaration column, answered from a table for the
-    declarations that the first SAMPLE_MESSAGES of `messages` hold (`sampled_resolutions`).
-
-    Resolving a declaration by the rules costs about 20 microseconds, interpreted inside the per-column lambda,
-    and it was 40% of parsing Canal JSON; a batch repeats a handful of declarations on every message."""
-    resolutions = sampled_resolutions(messages, declarations, oracle, signedness_unknown, bit_as_number)
-    return table_resolver(resolutions, oracle, signedness_unknown, bit_as_number)
 
 
 def table_resolver(
