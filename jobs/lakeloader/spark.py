@@ -45,6 +45,8 @@ REPEATED_NAME = "lakeloader_repeated_name"
 FIRST_CONTROL_CHARACTER = "lakeloader_first_control_character"
 # a message's bytes -> whether they are valid UTF-8, as `is_valid_utf8` decides, faster on ASCII (parse.framing)
 VALID_UTF8 = "lakeloader_valid_utf8"
+# epoch text and the fraction digits that make a microsecond -> microseconds (lakeloader.parse.formats.common)
+EPOCH_MICROS = "lakeloader_epoch_micros"
 # a DTS Avro line -> DTS_DECODED: its flat record of exact text, or why it is no record (parse.formats.dts_avro)
 DTS_RECORD = "lakeloader_dts_record"
 _S, _I = T.StringType(), T.IntegerType()
@@ -180,6 +182,7 @@ JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     REPEATED_NAME: ("lakeloader.jvm.RepeatedNames", T.StringType()),
     FIRST_CONTROL_CHARACTER: ("lakeloader.jvm.FirstControlCharacter", T.StringType()),
     VALID_UTF8: ("lakeloader.jvm.ValidUtf8", T.BooleanType()),
+    EPOCH_MICROS: ("lakeloader.jvm.EpochMicros", T.LongType()),
     DTS_RECORD: ("lakeloader.jvm.DtsRecords", DTS_DECODED),
     DTS_MESSAGE: ("lakeloader.jvm.DtsMessages", DTS_COMMON_CASE),
     DATAWORKS_MESSAGE: ("lakeloader.jvm.DataWorksMessages", DATAWORKS_COMMON_CASE),

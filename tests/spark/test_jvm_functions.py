@@ -8,7 +8,7 @@ import random
 
 from pyspark.sql import functions as F
 
-from lakeloader.parse.formats.common import exact_numbers
+from lakeloader.parse.formats.common import epoch_micros, exact_numbers
 from lakeloader.spark import FIRST_CONTROL_CHARACTER, JVM_FUNCTIONS, REPEATED_NAME, VALID_UTF8
 
 # The regular expression that quoted the numbers before ExactNumbers did (5-7 times slower). Each match consumes,
@@ -34,6 +34,9 @@ _JSON_PIECES = [
 # The regular expression that found the control characters JSON forbids unescaped before FirstControlCharacter did:
 # bytes 0x00-0x1F other than tab, line feed and carriage return (JSON's whitespace)
 _CONTROL = "[\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F]"
+# The Spark SQL expressions epoch_micros was before EpochMicros (each part cut by its own match of the pattern)
+_EPOCH = r"^(-?)([0-9]+)(?:\.([0-9]*))?$"
+_EPOCH_PIECES = [*"0123456789", "-", ".", " ", "\n", "e", "+", "1606233662", "9223372036854775807", "٣"]
 _TEXT_PIECES = [*(chr(c) for c in range(0x20)), "a", " ", "é", "\u0085", "\u2028", "😀", "\x7f"]
 
 
@@ -126,3 +129,27 @@ def test_a_repeated_name_is_found_in_any_object_as_json_reads_names(spark):
     frame = spark.createDataFrame([(t,) for t in texts], "v string")
     found = frame.select("v", F.call_function(REPEATED_NAME, F.col("v")).alias("name")).collect()
     assert {r["v"]: r["name"] for r in found} == texts
+
+
+def _epoch_micros_expressions(v, fraction_digits: int):
+    whole = F.regexp_extract(v, _EPOCH, 2).try_cast("bigint")
+    micros = F.try_multiply(whole, F.lit(10**fraction_digits))
+    if fraction_digits:
+        fraction = F.rpad(F.regexp_extract(v, _EPOCH, 3), fraction_digits, "0").substr(1, fraction_digits)
+        micros = F.try_add(micros, fraction.cast("bigint"))
+    return F.when(v.rlike(_EPOCH), F.when(F.regexp_extract(v, _EPOCH, 1) == "-", -micros).otherwise(micros))
+
+
+def test_the_jvm_epoch_micros_equals_the_expressions_it_replaced_on_random_text(spark):
+    rng = random.Random(31)
+    texts = [*("".join(rng.choices(_EPOCH_PIECES, k=rng.randint(0, 6))) for _ in range(20_000)), None]
+    frame = spark.createDataFrame([(t,) for t in texts], "v string")
+    for digits in (0, 3, 6):
+        both = frame.select(
+            epoch_micros(F.col("v"), digits).alias("jvm"), _epoch_micros_expressions(F.col("v"), digits).alias("sql")
+        )
+        assert both.where(~F.col("jvm").eqNullSafe(F.col("sql"))).limit(5).collect() == []
+        outcomes = both.select(
+            F.count("jvm").alias("numbers"), F.count_if(F.col("jvm").isNull()).alias("nulls")
+        ).first()
+        assert outcomes["numbers"] > 3_000 and outcomes["nulls"] > 3_000  # both outcomes well represented

@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lakeloader.parse import canonical as C
-from lakeloader.spark import EXACT_NUMBERS, REPEATED_NAME
+from lakeloader.spark import EPOCH_MICROS, EXACT_NUMBERS, REPEATED_NAME
 
 REJECT_REASON = "reject_reason"
 # the export's framing of a message (lakeloader.parse.framing): parsers pass these through untouched
@@ -210,24 +210,15 @@ def date_text(date: Column) -> Column:
     return F.when(F.year(date).between(1, 9999), date.cast("string"))
 
 
-_EPOCH = r"^(-?)([0-9]+)(?:\.([0-9]*))?$"
-
-
 def epoch_micros(v: Column, fraction_digits: int) -> Column:
     """Epoch text ('1606233662.012345', '-1.5', '1590315269000.123456789') -> microseconds (bigint).
 
     `fraction_digits` is how many digits of the fraction make a microsecond: 6 for seconds, 3 for
     milliseconds, 0 for microseconds. Digits beyond a microsecond are truncated. NULL when `v` is
-    not a plain number or overflows.
+    not a plain number or overflows. A JVM function (lakeloader/jvm/EpochMicros.java): the regular expression is
+    matched once, where Spark SQL expressions matched it again for each part at each use of the result.
     """
-    is_number = v.rlike(_EPOCH)
-    whole = F.regexp_extract(v, _EPOCH, 2).try_cast("bigint")
-    fraction = F.regexp_extract(v, _EPOCH, 3)
-    micros = F.try_multiply(whole, F.lit(10**fraction_digits))
-    if fraction_digits:
-        micros = F.try_add(micros, F.rpad(fraction, fraction_digits, "0").substr(1, fraction_digits).cast("bigint"))
-    signed = F.when(F.regexp_extract(v, _EPOCH, 1) == "-", -micros).otherwise(micros)
-    return F.when(is_number, signed)
+    return F.call_function(EPOCH_MICROS, v, F.lit(fraction_digits))
 
 
 _DECIMAL_TEXT = r"^[+-]?([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]{1,6}))?$"
