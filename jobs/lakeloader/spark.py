@@ -7,6 +7,7 @@ import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+from py4j.java_gateway import JavaObject
 from pyspark import SparkConf, SparkContext, StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import types as T
@@ -259,6 +260,19 @@ def read_parquet_dir(spark: SparkSession, lake: Store, key: str, schema: T.Struc
     if next(iter(lake.list(key + "/")), None) is None:
         return spark.createDataFrame([], schema)
     return spark.read.schema(schema).parquet(spark_path(lake.child(key)))
+
+
+def jvm_instance(session: SparkSession, class_name: str) -> JavaObject:
+    """A new instance of one of the project's JVM classes (jvm/src; a constructor without arguments). Made through
+    the class loader the session's `ADD JAR` filled: py4j's own look-up (`session._jvm.lakeloader...`) sees the jar
+    only on the thread that ran `ADD JAR` (that statement makes the loader that thread's context class loader), not
+    on `collect_together`'s threads, say. The instance's methods can then be called from any thread."""
+    gateway, jvm = session.sparkContext._gateway, session._jvm
+    assert gateway is not None and jvm is not None, "a session with a JVM (not Spark Connect)"
+    loader = session._jsparkSession.sharedState().jarClassLoader()
+    java_class = jvm.java.lang.Class.forName(class_name, True, loader)
+    no_types, no_arguments = gateway.new_array(jvm.java.lang.Class, 0), gateway.new_array(jvm.java.lang.Object, 0)
+    return java_class.getDeclaredConstructor(no_types).newInstance(no_arguments)
 
 
 def collect_together(*frames: DataFrame) -> list[list[Row]]:

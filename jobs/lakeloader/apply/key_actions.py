@@ -9,8 +9,8 @@ Per (table, key) the actions are ordered by the one total order of docs/semantic
 A message delivered twice in the batch (same `message_identity`) counts once.
 
 Partial after-images (only the changed columns) are folded in order onto the
-image before them, so two partial updates of one key in a batch keep both changes; a partial image with
-no full image before it in the batch stays partial and is merged column by column.
+image before them (in the JVM, `_folded`), so two partial updates of one key in a batch keep both changes; a
+partial image with no full image before it in the batch stays partial and is merged column by column.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from lakeloader.apply.ddl.widening import widest
 from lakeloader.core.format_registry import FORMATS, may_send_partial_images
 from lakeloader.engine import base as E
 from lakeloader.parse import canonical as C
-from lakeloader.spark import collect_together
+from lakeloader.spark import collect_together, jvm_instance
 
 BEFORE_HALF_RANK, DEFAULT_RANK = 0, 1
 POSITION = "position"
@@ -316,50 +316,15 @@ def key_actions(data: DataFrame, shapes: list[TableShape], fmt: str) -> DataFram
 
 def _folded(actions: DataFrame, newer: list[Column], delivered: list[Column]) -> DataFrame:
     """Per key, its deciding action (as the window of `key_actions` orders them) with the image of its history
-    folded oldest first (`_fold_step`): one aggregate over each key's actions, so a key's history is gathered once
-    rather than copied into each of its rows by a window frame."""
-    fields = [c for c in actions.columns if c not in (KEY_HASH, *KEY_COLUMNS)]
-    entry = F.struct(F.struct(*newer).alias("_newer"), F.struct(*delivered).alias("_delivered"), *fields)
-
-    def newest_first(left: Column, right: Column) -> Column:
-        a, b = left["_newer"], right["_newer"]
-        c, d = left["_delivered"], right["_delivered"]
-        return F.when(a > b, -1).when(a < b, 1).when(c < d, -1).when(c > d, 1).otherwise(0)
-
-    history = F.array_sort(F.collect_list(entry), newest_first)
-    grouped = actions.groupBy(KEY_HASH, *KEY_COLUMNS).agg(history.alias("_history"))
-    start = F.struct(F.lit(None).cast(C.IMAGE_TYPE).alias("image"), F.lit(True).alias("partial"))
-    # a column of their own each, so that the fold runs once per key however often it is read
-    grouped = grouped.select(
-        *KEY_COLUMNS,
-        F.col("_history")[0].alias("_deciding"),
-        F.aggregate(F.reverse("_history"), start, _fold_step).alias("_folded"),
+    folded oldest first, in the JVM (`jvm/src/lakeloader/jvm/FoldedHistories.java`): each key's actions sorted
+    newest first within one partition, then one pass over them. Event times cross as microseconds: the JVM reads
+    the rows as `Row`s, whose timestamps a calendar would otherwise shift (dates before 1582)."""
+    spark = actions.sparkSession
+    newest_first = (
+        actions.withColumn("event_time", F.unix_micros("event_time"))
+        .repartition(KEY_HASH)
+        .sortWithinPartitions(KEY_HASH, *KEY_COLUMNS, *[c.desc() for c in newer], *delivered)
     )
-    deciding, folded = F.col("_deciding"), F.col("_folded")
-    deleted = deciding[E.ACTION] == E.DELETE
-    return grouped.select(
-        *KEY_COLUMNS,
-        *[deciding[name].alias(name) for name in fields if name not in ("image", "partial")],
-        F.when(deleted, deciding["image"]).otherwise(folded["image"]).alias("image"),
-        F.when(deleted, F.lit(False)).otherwise(folded["partial"]).alias("partial"),
-    )
-
-
-def _fold_step(state: Column, step: Column) -> Column:
-    """One action onto the running image: a delete clears it, a full image replaces it, a partial image
-    overlays its columns (the state stays partial until a full image is seen)."""
-    overlaid = F.map_concat(
-        F.map_filter(
-            F.coalesce(state["image"], F.create_map().cast(C.IMAGE_TYPE)),
-            lambda k, _: ~F.map_contains_key(step["image"], k),
-        ),
-        step["image"],
-    )
-    return (
-        F.when(
-            step[E.ACTION] == E.DELETE,
-            F.struct(F.lit(None).cast(C.IMAGE_TYPE).alias("image"), F.lit(True).alias("partial")),
-        )
-        .when(~step["partial"], F.struct(step["image"].alias("image"), F.lit(False).alias("partial")))
-        .otherwise(F.struct(overlaid.alias("image"), state["partial"].alias("partial")))
-    )
+    histories = jvm_instance(spark, "lakeloader.jvm.FoldedHistories")
+    deciding = histories.deciding(newest_first._jdf, [KEY_HASH, *KEY_COLUMNS], E.ACTION, E.DELETE)
+    return DataFrame(deciding, spark).withColumn("event_time", F.timestamp_micros("event_time"))
