@@ -149,5 +149,6 @@ def test_the_jvm_fold_runs_from_a_thread_other_than_the_one_that_added_the_jar(s
     data = K.with_order(spark.createDataFrame(random_changes(random.Random(3), 50), SCHEMA), "shareplex_json")
     shapes = [K.TableShape("shop", t, [("id", "bigint")], ["id"]) for t in ("items", "orders")]
     with ThreadPoolExecutor(1) as pool:
-        keys = pool.submit(lambda: K.key_actions(data, shapes, "shareplex_json").count()).result()
-    assert keys > 0
+        on_a_pool_thread = pool.submit(lambda: comparable(K.key_actions(data, shapes, "shareplex_json"))).result()
+    assert on_a_pool_thread == comparable(K.key_actions(data, shapes, "shareplex_json"))
+    assert len(on_a_pool_thread) > 20
