@@ -2,7 +2,8 @@
 test generator need to know about it, without Spark (the Airflow side reads it through lakeloader.core.config).
 
 A format's parser is named by its dotted path and imported on first use (`parser`), so reading the registry
-imports no parser. Adding a format: docs/architecture.md, "Adding a format".
+imports no parser. A parser module with a JVM reader of its format's common case also defines `reader` (`reader`).
+Adding a format: docs/architecture.md, "Adding a format".
 """
 
 from __future__ import annotations
@@ -10,14 +11,22 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from lakeloader.core.config import SourceConfig
+    from lakeloader.parse.formats.common import CommonCase
 
-    Parser = Callable[[DataFrame, SourceConfig], DataFrame]
+    Reader = Callable[[DataFrame, SourceConfig], CommonCase | None]
+
+
+class Parser(Protocol):
+    """Messages -> canonical rows with their reject reasons (docs/architecture.md, "Parse"); without
+    `common_case`, a format's JVM reader of its common case is not used (the Spark SQL parse of every message)."""
+
+    def __call__(self, lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame: ...
 
 
 @dataclass(frozen=True)
@@ -170,3 +179,10 @@ def parser(name: str) -> Parser:
     """The parser of format `name`, imported now (parsers need Spark; the registry does not)."""
     module, _, function = FORMATS[name].parser.partition(":")
     return getattr(importlib.import_module(module), function)
+
+
+def reader(name: str) -> Reader | None:
+    """The JVM common-case reader of format `name` (its parser module's `reader`: the parser's common case and
+    output columns, lakeloader.parse.formats.common.CommonCase), None for a format without one."""
+    module, _, _function = FORMATS[name].parser.partition(":")
+    return getattr(importlib.import_module(module), "reader", None)

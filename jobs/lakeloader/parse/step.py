@@ -15,6 +15,7 @@ from typing import TypedDict
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from lakeloader.core import format_registry as registry
 from lakeloader.core import zones
@@ -23,18 +24,31 @@ from lakeloader.core.lock import writes_source
 from lakeloader.core.storage import Store, open_store, spark_path
 from lakeloader.land.step import raw_files, read_manifest
 from lakeloader.parse import canonical as C
-from lakeloader.parse.formats.common import MESSAGE_BYTES, REJECT_REASON
-from lakeloader.parse.framing import framed, read_messages
+from lakeloader.parse.formats.common import (
+    MESSAGE_BYTES,
+    REJECT_REASON,
+    UNPARSED,
+    UNPARSED_MESSAGE,
+    common_case_rows,
+)
+from lakeloader.parse.framing import LINE_KEYS, framed, read_messages
 
 OUTCOME = "outcome"
 EXCLUDED, QUARANTINED = "excluded", "quarantined"
 DESTINATION, BRONZE = "destination", "bronze"  # a row's place: bronze (data, ddl, heartbeat, control), or its outcome
+LINE_COLUMNS = (*LINE_KEYS, *[f.name for f in C.POSITION_FIELDS])  # what a staged row keeps of its message's line
 
 
-def classify(messages: DataFrame, source: SourceConfig) -> DataFrame:
-    """Parse messages (lakeloader.parse.framing) with the source's format and add `outcome`: the message's kind,
-    or 'excluded' / 'quarantined'."""
-    parsed = framed(registry.parser(source.format)(messages, source))
+def classify(messages: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
+    """Parse messages (lakeloader.parse.framing) with the source's format (`common_case`: with its JVM reader, if
+    it has one) and add `outcome`: the message's kind, or 'excluded' / 'quarantined'."""
+    return classified(registry.parser(source.format)(messages, source, common_case), source)
+
+
+def classified(parsed: DataFrame, source: SourceConfig) -> DataFrame:
+    """A parser's rows with the framing applied and `outcome` (`classify`); a message a common-case reader did not
+    take (UNPARSED, `common_case_rows`) has the outcome UNPARSED."""
+    parsed = framed(parsed)
     if source.lower_case_table_names:  # one table, however a message spells its name
         parsed = parsed.withColumns({"db": F.lower("db"), "table": F.lower("table")})
     tables = [source.table_name(name) for name in source.tables or ()]
@@ -45,25 +59,31 @@ def classify(messages: DataFrame, source: SourceConfig) -> DataFrame:
         .when(table_message & ~in_scope, F.lit(EXCLUDED))
         .otherwise(F.col("kind"))
     )
+    if UNPARSED in parsed.columns:
+        outcome = F.when(F.col(UNPARSED).isNotNull(), F.lit(UNPARSED)).otherwise(outcome)
     return parsed.withColumn(OUTCOME, outcome)
 
 
 def staged_rows(classified: DataFrame) -> DataFrame:
-    """Every classified row, with bronze's columns and quarantine's and its `destination` (bronze, quarantined or
-    excluded), for the one write the parse step makes. A column holds a value only where the row's destination
-    keeps it: a bronze row carries no quarantine values, a quarantined row no change, an excluded row only its
-    table and position (what the report counts)."""
+    """Every classified row, with bronze's columns and quarantine's, UNPARSED and its `destination` (bronze,
+    quarantined, excluded or unparsed), for the write the parse step makes. A column holds a value only where the
+    row's destination keeps it: a bronze row carries no quarantine values, a quarantined row no change, an excluded
+    row only its table and position (what the report counts), an unparsed row its position and UNPARSED."""
     outcome, destination = F.col(OUTCOME), F.col(DESTINATION)
     bronze, quarantined = destination == BRONZE, destination == QUARANTINED
     # the columns bronze and quarantine share, and the row's index in its message (the report counts lines by it)
     every_row = set(C.CHANGE_SCHEMA.names) & set(C.QUARANTINE_SCHEMA.names) | {"origin_index"}
     change = [F.col(c) if c in every_row else F.when(bronze, F.col(c)).alias(c) for c in C.CHANGE_SCHEMA.names]
-    placed = classified.withColumn(DESTINATION, F.when(outcome.isin(QUARANTINED, EXCLUDED), outcome).otherwise(BRONZE))
+    placed = classified.withColumn(
+        DESTINATION, F.when(outcome.isin(QUARANTINED, EXCLUDED, UNPARSED), outcome).otherwise(BRONZE)
+    )
+    unparsed = F.col(UNPARSED) if UNPARSED in classified.columns else F.lit(None).cast(UNPARSED_MESSAGE)
     return placed.select(
         *change,
         F.when(quarantined, F.col(REJECT_REASON)).alias("reason"),
         F.when(quarantined, F.make_valid_utf8("text")).alias("message"),
         F.when(quarantined, message_bytes(classified)).alias("message_bytes"),
+        unparsed.alias(UNPARSED),
         DESTINATION,
     )
 
@@ -111,7 +131,12 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
     The messages are parsed once, in one write of every row partitioned by destination to a scratch directory:
     the report is counted from its small columns, bronze's partition moved into place, the quarantined rows (few)
     rewritten with quarantine's columns, the excluded dropped. Parsing into a cache on disk that the report,
-    bronze and quarantine then read was slower (a million-change hour: 39.9 s against 35.5, docs/performance.md)."""
+    bronze and quarantine then read was slower (a million-change hour: 39.9 s against 35.5, docs/performance.md).
+
+    A format with a JVM common-case reader (`registry.reader`) is parsed in two jobs: the reader's, which writes the
+    messages it did not take aside as they were read (`common_case_rows`), then, if there are any, the Spark SQL
+    parse of those alone, appended (`_parse_unparsed`). So the reader runs once per message, and no Spark SQL
+    parse is evaluated for a message it took (docs/performance.md)."""
     lake = lake or open_store(source.lake_root, source.s3_endpoint_url)
     hour_text = zones.format_hour(hour)
     manifest = read_manifest(lake, source.name, hour)
@@ -119,10 +144,14 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
     scratch = zones.work_dir(source.name, "parse", hour_text)
     lake.delete_tree(scratch)
     try:
-        rows = staged_rows(classify(messages, source))
-        rows.write.mode("overwrite").options(**PLAIN_ENCODED).partitionBy(DESTINATION).parquet(
-            spark_path(lake.child(scratch))
+        reader = registry.reader(source.format)
+        common = reader(messages, source) if reader is not None else None
+        parsed = (
+            classify(messages, source) if common is None else classified(common_case_rows(messages, common), source)
         )
+        rows = staged_rows(parsed)
+        _write_staged(rows, lake, scratch, "overwrite")
+        _parse_unparsed(spark, source, lake, scratch, rows.schema)
         staged = spark.read.schema(rows.schema).parquet(spark_path(lake.child(scratch)))
         report = _report(staged, source.name, hour_text, len(manifest))
         _publish_bronze(lake, f"{scratch}/{DESTINATION}={BRONZE}", zones.bronze_changes_dir(source.name, hour))
@@ -136,6 +165,22 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
         lake.delete_tree(scratch)
     lake.write_bytes(zones.run_report_key(source.name, hour, "parse"), json.dumps(report, indent=1).encode())
     return report
+
+
+def _write_staged(rows: DataFrame, lake: Store, scratch: str, mode: str) -> None:
+    rows.write.mode(mode).options(**PLAIN_ENCODED).partitionBy(DESTINATION).parquet(spark_path(lake.child(scratch)))
+
+
+def _parse_unparsed(spark: SparkSession, source: SourceConfig, lake: Store, scratch: str, schema: T.StructType) -> None:
+    """The staged messages a common-case reader did not take (the UNPARSED partition, if any), parsed by the format's
+    Spark SQL parser and appended to the staged rows; the partition then removed."""
+    unparsed = f"{scratch}/{DESTINATION}={UNPARSED}"
+    if next(iter(lake.list(unparsed + "/")), None) is None:
+        return
+    rows = spark.read.schema(T.StructType([f for f in schema.fields if f.name != DESTINATION]))
+    lines = rows.parquet(spark_path(lake.child(unparsed))).select(*LINE_COLUMNS, f"{UNPARSED}.*")
+    _write_staged(staged_rows(classify(lines, source, common_case=False)), lake, scratch, "append")
+    lake.delete_tree(unparsed)
 
 
 def _publish_bronze(lake: Store, staged: str, bronze: str) -> None:

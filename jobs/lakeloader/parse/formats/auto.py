@@ -60,12 +60,15 @@ def detected_format(text: Column, origin_file: Column) -> Column:
     return F.coalesce(*[F.when(F.coalesce(rule, F.lit(False)), F.lit(name)) for name, rule in rules])
 
 
-def parse(lines: DataFrame, source: SourceConfig) -> DataFrame:
-    """Each line parsed by the parser of the format it is recognised as; unrecognised lines quarantined."""
+def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
+    """Each line parsed by the parser of the format it is recognised as (with its JVM common-case reader unless
+    not `common_case`); unrecognised lines quarantined."""
     marked = lines.withColumn(FORMAT, detected_format(F.col("text"), F.col("origin_file")))
     # one small aggregate: which formats occur, so only their parsers join the plan
     present = sorted(r[FORMAT] for r in marked.select(FORMAT).distinct().collect() if r[FORMAT] is not None)
-    parts = [registry.parser(name)(marked.where(F.col(FORMAT) == name).drop(FORMAT), source) for name in present]
+    parts = [
+        registry.parser(name)(marked.where(F.col(FORMAT) == name).drop(FORMAT), source, common_case) for name in present
+    ]
     parts.append(_unrecognised(marked.where(F.col(FORMAT).isNull())))
     result = parts[0]
     for part in parts[1:]:

@@ -38,8 +38,10 @@ from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import mysql_types, ob_types, source_types
 from lakeloader.parse.formats.common import (
     BAD_VALUES,
+    COMMON_CASE,
     LOOKUP,
     STRING_ARRAY,
+    CommonCase,
     OpTable,
     WireFields,
     canonical_image,
@@ -83,12 +85,18 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     """Numbered lines -> one canonical row per data row (one per message for DDL and rejects); the common case
     read by the JVM function unless not `common_case` (module docstring)."""
     resolutions = sampled_resolutions(lines, source)
-    if not common_case or source.canal_dts_legacy_images:
-        return build(lines, source, resolutions)
-    reading = read_common_case(source, resolutions)
-    return parsed_with_common_case(
-        lines, reading, lambda ls, message: build(ls, source, resolutions, message), _from_common_case
-    )
+    common = _reader(source, resolutions) if common_case and not source.canal_dts_legacy_images else None
+    return parsed_with_common_case(lines, common, lambda ls: build(ls, source, resolutions))
+
+
+def reader(lines: DataFrame, source: SourceConfig) -> CommonCase | None:
+    """The JVM common-case reader given the batch's declarations (`read_common_case`) and this parser's output
+    columns from its fields; none for the legacy images of DTS's Canal (the Spark SQL parser reads those)."""
+    return None if source.canal_dts_legacy_images else _reader(source, sampled_resolutions(lines, source))
+
+
+def _reader(source: SourceConfig, resolutions: source_types.Resolutions) -> CommonCase:
+    return CommonCase(read_common_case(source, resolutions), _from_common_case(F.col(COMMON_CASE)))
 
 
 def sampled_resolutions(lines: DataFrame, source: SourceConfig) -> source_types.Resolutions:
@@ -121,17 +129,15 @@ def _from_common_case(common: Column) -> dict[str, Column]:
     }
 
 
-def build(
-    lines: DataFrame, source: SourceConfig, resolutions: source_types.Resolutions, message: Column | None = None
-) -> DataFrame:
-    """The Spark SQL parse (`message`: what to parse when not each line's text, `common.parse_json`)."""
+def build(lines: DataFrame, source: SourceConfig, resolutions: source_types.Resolutions) -> DataFrame:
+    """The Spark SQL parse."""
     encoding = source.canal_binary_encoding
     legacy = F.lit(source.canal_dts_legacy_images)
     sent = F.col("j")
     raw_type = sent["type"]
     is_ddl = F.coalesce(F.lower(sent["isDdl"]) == "true", F.lit(False)) | raw_type.isin(*DDL_TYPES)
     rows = F.when(legacy & (raw_type == "DELETE"), sent["old"]).otherwise(sent["data"])
-    frame = parse_json(lines, MESSAGE, message).select(
+    frame = parse_json(lines, MESSAGE).select(
         *lines.columns,
         "envelope_error",
         raw_type.alias("raw_op"),

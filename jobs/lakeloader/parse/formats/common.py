@@ -66,18 +66,18 @@ def exact_numbers(text: Column) -> Column:
     return F.call_function(EXACT_NUMBERS, text)
 
 
-def parse_json(lines: DataFrame, schema: T.StructType | T.MapType, message: Column | None = None) -> DataFrame:
+def parse_json(lines: DataFrame, schema: T.StructType | T.MapType) -> DataFrame:
     """Adds `j` (the parsed message) and `envelope_error` (why the line is not a JSON object, or NULL).
 
     Numbers keep their exact text (`exact_numbers`), so every scalar field of `schema` should be a string
     and converted with try_cast where a number is meant: a bad value then rejects the message instead of
-    blanking the whole record. `message`: what to parse, when not the line's `text` (`spliced`).
+    blanking the whole record.
 
     A message one of whose objects holds a name twice is not parsed (`j` is NULL): JSON leaves its meaning open,
     Spark's reader would keep one of a field's values silently, and an image's map with the name twice would fail
     the job where any expression rebuilds it.
     """
-    message = F.col("text") if message is None else message
+    message = F.col("text")
     lines = lines.withColumn(REPEATED, F.call_function(REPEATED_NAME, message))
     text = exact_numbers(F.when(F.col(REPEATED).isNull(), message))
     if isinstance(schema, T.MapType):
@@ -692,28 +692,74 @@ def jvm_reading(function: str, settings: Mapping[str, object], *found: Column) -
     return F.call_function(function, F.col("text"), *found, F.lit(json.dumps(settings, sort_keys=True)))
 
 
-def with_common_case(lines: DataFrame, reading: Column) -> tuple[DataFrame, Column]:
-    """The lines with COMMON_CASE (`reading`, a `jvm_reading`), and what the Spark SQL parser is to parse
-    (`parse_json`'s `message`): NULL for a message the JVM function took."""
-    return lines.withColumn(COMMON_CASE, reading), F.when(F.col(COMMON_CASE).isNull(), F.col("text"))
+@dataclass(frozen=True)
+class CommonCase:
+    """A format's JVM common-case reader over a batch's lines: `reading` (a `jvm_reading`: the fields of each
+    message it took, NULL for any other) and the parser's output columns from them (`columns`, over COMMON_CASE and
+    the line's own columns; `common_case_columns` gives those every reader gives alike). The columns it does not
+    name are the line's (source, positions) or `finish`'s defaults."""
+
+    reading: Column
+    columns: Mapping[str, Column]
+
+
+UNPARSED = "_unparsed"
+"""A message the common-case reader did not take, as read (UNPARSED_MESSAGE): the Spark SQL parser's to parse
+(NULL for a message the reader took; `common_case_rows`)."""
+UNPARSED_MESSAGE = T.StructType(
+    [
+        T.StructField("text", T.StringType()),
+        T.StructField(UNWRAP_ERROR, T.StringType()),
+        T.StructField(TOMBSTONE, T.BooleanType()),
+        T.StructField(MESSAGE_BYTES, T.BinaryType()),
+    ]
+)
+
+
+def common_case_rows(lines: DataFrame, common: CommonCase) -> DataFrame:
+    """`finish`'s columns for each of the `lines` the reader took, from its fields alone, and UNPARSED: each other
+    message as read, whose columns here are NULL but for its line's own. No Spark SQL parse is in this plan: the
+    parse step writes the untaken messages aside and parses them in a job of their own (lakeloader.parse.step), and
+    `parsed_with_common_case` unions them. (Evaluated beside the reader for every message, as it once was, the
+    Spark SQL parse of a NULL message cost as much again as the reader: 2-5 s of a million messages.)"""
+    with_fields = lines.withColumn(COMMON_CASE, common.reading)
+    given = {"after_partial": F.lit(False), "seq2": F.lit(0), "origin_index": F.lit(0), **common.columns}
+    taken = F.col(COMMON_CASE).isNotNull()
+
+    def column(field: T.StructField) -> Column:
+        if field.name in lines.columns:  # the line's own: source, batch hour, positions
+            return F.col(field.name)
+        return F.when(taken, given.get(field.name, F.lit(None))).cast(field.dataType).alias(field.name)
+
+    sent = [
+        (F.col(f.name) if f.name in lines.columns else F.lit(None)).cast(f.dataType).alias(f.name)
+        for f in UNPARSED_MESSAGE.fields
+    ]
+    return with_fields.select(
+        *[column(field) for field in C.CHANGE_SCHEMA.fields],
+        F.when(taken, given[REJECT_REASON]).alias(REJECT_REASON),
+        "text",
+        *framing(lines),
+        F.when(~taken, F.struct(*sent)).cast(UNPARSED_MESSAGE).alias(UNPARSED),  # as nullable as any staged file's
+    )
 
 
 def parsed_with_common_case(
-    lines: DataFrame,
-    reading: Column,
-    parsed: Callable[[DataFrame, Column], DataFrame],
-    common: Callable[[Column], Mapping[str, Column]],
+    lines: DataFrame, common: CommonCase | None, parsed: Callable[[DataFrame], DataFrame]
 ) -> DataFrame:
-    """A parser's rows (`parsed`: its Spark SQL parse of `lines`, given what `parse_json` is to parse), each
-    message the JVM common-case reader `reading` (a `jvm_reading`) took spliced from the reader's fields
-    (`common`: the output columns from COMMON_CASE; `spliced`)."""
-    lines, message = with_common_case(lines, reading)
-    return spliced(parsed(lines, message), common(F.col(COMMON_CASE)))
+    """A parser's rows: those of the messages the common-case reader took (`common_case_rows`), and `parsed` (the
+    format's Spark SQL parse, which stays the reference for every message) of the others. Without a reader
+    (`common` None), `parsed` of every line. The reader runs twice here (once to choose each side); the parse step
+    runs it once (lakeloader.parse.step)."""
+    if common is None:
+        return parsed(lines)
+    taken = common_case_rows(lines, common).where(F.col(UNPARSED).isNull()).drop(UNPARSED)
+    return taken.unionByName(parsed(lines.where(common.reading.isNull())))
 
 
 def common_case_columns(common: Column, passed: Sequence[str]) -> dict[str, Column]:
-    """The `spliced` columns every JVM reader gives alike: a data change without a reject reason or DDL, its
-    columns zipped from the reader's `names` and `types`, and the fields `passed` on as the reader gives them."""
+    """The output columns every JVM reader gives alike: a data change without a reject reason or DDL, its columns
+    zipped from the reader's `names` and `types`, and the fields `passed` on as the reader gives them."""
     return {
         **{name: common[name] for name in passed},
         "kind": F.lit(C.DATA),
@@ -723,14 +769,17 @@ def common_case_columns(common: Column, passed: Sequence[str]) -> dict[str, Colu
     }
 
 
+def with_common_case(lines: DataFrame, reading: Column) -> tuple[DataFrame, Column]:
+    """The lines with COMMON_CASE (`reading`, a `jvm_reading`), and what the Spark SQL parser is to parse: NULL for
+    a message the JVM function took (`spliced`)."""
+    return lines.withColumn(COMMON_CASE, reading), F.when(F.col(COMMON_CASE).isNull(), F.col("text"))
+
+
 def spliced(finished: DataFrame, common: Mapping[str, Column]) -> DataFrame:
     """A parser's rows (`finish`) with each message that a JVM function read as the common case (COMMON_CASE not
     NULL) taking its values from that (`common`: output column -> value from COMMON_CASE; the columns it does not
-    name keep the line's own).
-
-    The Spark SQL parser stays the reference for every message: it reads each one the JVM function did not take,
-    and a common-case message reaches it as NULL text (`parse_json`'s `message`), which its expressions pass
-    through at little cost instead of parsing the message a second time."""
+    name keep the line's own). For a format whose Spark SQL parse of the other messages reads the taken ones'
+    fields (DTS Avro's batch types): the Spark SQL parse runs over every line, the taken ones' text NULL."""
     taken = F.col(COMMON_CASE).isNotNull()
 
     def column(name: str) -> Column:

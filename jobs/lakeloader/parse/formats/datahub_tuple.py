@@ -35,6 +35,8 @@ from pyspark.sql import types as T
 from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats.common import (
+    COMMON_CASE,
+    CommonCase,
     WireFields,
     checked_date,
     common_case_columns,
@@ -90,10 +92,14 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     type) is read by a JVM function in one pass (`read_common_case`); every other line, or every line without
     `common_case`, by the Spark SQL expressions of `_parsed`, the reference that function is held to
     (tests/spark/test_format_datahub_common_case.py)."""
-    if not common_case:
-        return _parsed(lines, source)
-    reading = read_common_case(source)
-    return parsed_with_common_case(lines, reading, lambda ls, message: _parsed(ls, source, message), _from_common_case)
+    return parsed_with_common_case(
+        lines, reader(lines, source) if common_case else None, lambda ls: _parsed(ls, source)
+    )
+
+
+def reader(_lines: DataFrame, source: SourceConfig) -> CommonCase:
+    """The JVM common-case reader (`read_common_case`) and this parser's output columns from its fields."""
+    return CommonCase(read_common_case(source), _from_common_case(F.col(COMMON_CASE)))
 
 
 def read_common_case(source: SourceConfig) -> Column:
@@ -126,9 +132,9 @@ def _from_common_case(common: Column) -> dict[str, Column]:
     }
 
 
-def _parsed(lines: DataFrame, source: SourceConfig, message: Column | None = None) -> DataFrame:
-    """The Spark SQL parse of every line (`message`: what to parse when not each line's text, `parse_json`)."""
-    frame = _rows(lines, message)
+def _parsed(lines: DataFrame, source: SourceConfig) -> DataFrame:
+    """The Spark SQL parse of every line."""
+    frame = _rows(lines)
     row = F.col("row")
     op_type, before_flag, after_flag = row[OPERATION], row[BEFORE_IMAGE], row[AFTER_IMAGE]
     is_header = F.col("is_header")
@@ -197,9 +203,9 @@ def _is_csv() -> Column:
     return F.lower("origin_file").rlike(r"\.csv(\.[a-z0-9]+)?$")
 
 
-def _rows(lines: DataFrame, message: Column | None) -> DataFrame:
+def _rows(lines: DataFrame) -> DataFrame:
     """Each line as `row` (map column -> value text), with `is_header` and `envelope_error`: JSON lines
-    parsed as objects (`message`, `parse_json`), CSV lines zipped with their file's header (parsed once per
+    parsed as objects (`parse_json`), CSV lines zipped with their file's header (parsed once per
     file)."""
     is_csv = _is_csv()
     headers = lines.where(is_csv & (F.col("origin_line") == 1)).select(
@@ -208,7 +214,7 @@ def _rows(lines: DataFrame, message: Column | None) -> DataFrame:
             _csv_fields(F.col("text")), lambda names: F.struct(names.alias("names"), _header_problem("text", names))
         ).alias("header"),
     )
-    frame = parse_json(lines, T.MapType(T.StringType(), T.StringType()), message)
+    frame = parse_json(lines, T.MapType(T.StringType(), T.StringType()))
     frame = frame.join(F.broadcast(headers), frame["origin_file"] == headers["header_file"], "left")
     is_header = is_csv & (F.col("origin_line") == 1)
     names, header_problem = F.col("header.names"), F.col("header.problem")

@@ -31,6 +31,7 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats.common import (
     COMMON_CASE,
+    CommonCase,
     OpTable,
     ValueType,
     WireFields,
@@ -50,11 +51,10 @@ from lakeloader.parse.formats.common import (
     keep_text,
     number_text,
     parse_json,
+    parsed_with_common_case,
     spark_type_converters,
-    spliced,
     timestamp_of_millis,
     with_canonical_images,
-    with_common_case,
     with_configured_types,
 )
 from lakeloader.spark import DATAWORKS_MESSAGE
@@ -166,10 +166,19 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     type) is read by a JVM function in one pass (`read_common_case`); every other message, or every message
     without `common_case`, by the Spark SQL expressions below, the reference that function is held to
     (tests/spark/test_format_dataworks_common_case.py)."""
-    message = None
-    if common_case:
-        lines, message = with_common_case(lines, read_common_case(lines, source))
-    frame = parse_json(lines, MESSAGE_SCHEMA, message)
+    return parsed_with_common_case(
+        lines, reader(lines, source) if common_case else None, lambda ls: _parsed(ls, source)
+    )
+
+
+def reader(lines: DataFrame, source: SourceConfig) -> CommonCase:
+    """The JVM common-case reader (`read_common_case`) and this parser's output columns from its fields."""
+    return CommonCase(read_common_case(lines, source), _from_common_case(F.col(COMMON_CASE)))
+
+
+def _parsed(lines: DataFrame, source: SourceConfig) -> DataFrame:
+    """The Spark SQL parse of every message."""
+    frame = parse_json(lines, MESSAGE_SCHEMA)
     payload, schema = F.col("j.payload"), F.col("j.schema")
     op = payload["op"]
     raw_before, raw_after = payload["before"]["dataColumn"], payload["after"]["dataColumn"]
@@ -193,8 +202,7 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     frame = with_configured_types(frame, source.column_types)
     configured = configured_converters(CONFIGURED_BY_FAMILY, source.column_types)
     frame = with_canonical_images(frame, converters_of(VALUE_TYPES) | configured)
-    finished = finish(frame, WIRE)
-    return spliced(finished, _from_common_case(F.col(COMMON_CASE))) if common_case else finished
+    return finish(frame, WIRE)
 
 
 def read_common_case(lines: DataFrame, source: SourceConfig) -> Column:

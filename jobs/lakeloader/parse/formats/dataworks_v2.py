@@ -40,6 +40,8 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import ob_types, source_types
 from lakeloader.parse.formats.common import (
+    COMMON_CASE,
+    CommonCase,
     OpTable,
     WireFields,
     common_case_columns,
@@ -127,12 +129,18 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine; the common
     case read by the JVM function unless not `common_case` (module docstring)."""
     resolutions = sampled_resolutions(lines)
-    if not common_case:
-        return build(lines, source, resolutions)
-    reading = read_common_case(source, resolutions)
-    return parsed_with_common_case(
-        lines, reading, lambda ls, message: build(ls, source, resolutions, message), _from_common_case
-    )
+    common = _reader(source, resolutions) if common_case else None
+    return parsed_with_common_case(lines, common, lambda ls: build(ls, source, resolutions))
+
+
+def reader(lines: DataFrame, source: SourceConfig) -> CommonCase:
+    """The JVM common-case reader given the batch's declarations (`read_common_case`) and this parser's output
+    columns from its fields."""
+    return _reader(source, sampled_resolutions(lines))
+
+
+def _reader(source: SourceConfig, resolutions: source_types.Resolutions) -> CommonCase:
+    return CommonCase(read_common_case(source, resolutions), _from_common_case(F.col(COMMON_CASE)))
 
 
 def sampled_resolutions(lines: DataFrame) -> source_types.Resolutions:
@@ -172,11 +180,9 @@ def _event_time(event_millis: Column) -> Column:
     return F.when(event_millis > 0, timestamp_of_millis(event_millis))
 
 
-def build(
-    lines: DataFrame, source: SourceConfig, resolutions: source_types.Resolutions, message: Column | None = None
-) -> DataFrame:
+def build(lines: DataFrame, source: SourceConfig, resolutions: source_types.Resolutions) -> DataFrame:
     """The Spark SQL parse (`message`: what to parse when not each line's text, `common.parse_json`)."""
-    frame = parse_json(lines, MESSAGE_SCHEMA, message)
+    frame = parse_json(lines, MESSAGE_SCHEMA)
     payload, schema = F.col("j.payload"), F.col("j.schema")
     op, version = payload["op"], F.col("j.version")
     event_millis = payload["timestamp"]["eventTime"].try_cast("bigint")

@@ -32,8 +32,6 @@ offset; OMS writes `offset@time`, then 0), then the export position.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -42,6 +40,8 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import ob_types
 from lakeloader.parse.formats.common import (
+    COMMON_CASE,
+    CommonCase,
     Converter,
     OpTable,
     WireFields,
@@ -314,23 +314,26 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     event itself (schemas.enable=false: {before, after, source, op, ts_ms} at the top). The common case is read by a
     JVM function (`with_common_case_events`)."""
 
-    def parsed(lines: DataFrame, message: Column | None = None) -> DataFrame:
-        frame = parse_json(lines, PLAIN_OR_ENVELOPE, message)
+    def parsed(lines: DataFrame) -> DataFrame:
+        frame = parse_json(lines, PLAIN_OR_ENVELOPE)
         plain = F.struct(*[F.col(f"j.{name}").alias(name) for name in PAYLOAD.names])
         payload = F.when(F.col("j.payload").isNotNull(), F.col("j.payload")).otherwise(plain)
         return parse_event(frame, lines.columns, source, payload, F.col("j.schema"), "payload.")
 
-    return with_common_case_events(lines, source, True, parsed) if common_case else parsed(lines)
+    return parsed_with_common_case(lines, reader(lines, source) if common_case else None, parsed)
 
 
-def with_common_case_events(
-    lines: DataFrame, source: SourceConfig, envelope: bool, parsed: Callable[[DataFrame, Column | None], DataFrame]
-) -> DataFrame:
-    """The rows of `parsed` (the Spark SQL parse of the lines; its second argument `parse_json`'s `message`), each
-    event read by lakeloader/jvm/DebeziumEvents.java in one pass where it is the common case (plain types, no
-    logical ones; `envelope`: whether the event may sit in `payload` beside `schema`); the Spark SQL parser reads
-    every other message and stays the reference (tests/spark/test_format_debezium_common_case.py)."""
-    return parsed_with_common_case(lines, read_common_case(source, envelope), parsed, _from_common_case)
+def reader(_lines: DataFrame, source: SourceConfig) -> CommonCase:
+    """The events lakeloader/jvm/DebeziumEvents.java reads in one pass where they are the common case (plain
+    types, no logical ones), in `payload` beside `schema` or not; the Spark SQL parser reads every other message and
+    stays the reference (tests/spark/test_format_debezium_common_case.py)."""
+    return common_case_events(source, envelope=True)
+
+
+def common_case_events(source: SourceConfig, envelope: bool) -> CommonCase:
+    """The JVM common-case reader of Debezium events (`read_common_case`; `envelope`: whether the event may sit in
+    `payload` beside `schema`) and the output columns from its fields."""
+    return CommonCase(read_common_case(source, envelope), _from_common_case(F.col(COMMON_CASE)))
 
 
 def read_common_case(source: SourceConfig, envelope: bool) -> Column:

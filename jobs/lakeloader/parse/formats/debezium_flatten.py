@@ -3,17 +3,22 @@ parsed by the Debezium machinery (lakeloader.parse.formats.debezium), its common
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakeloader.core.config import SourceConfig
-from lakeloader.parse.formats.common import parse_json
-from lakeloader.parse.formats.debezium import PAYLOAD, SCHEMA, parse_event, with_common_case_events
+from lakeloader.parse.formats.common import CommonCase, parse_json, parsed_with_common_case
+from lakeloader.parse.formats.debezium import PAYLOAD, SCHEMA, common_case_events, parse_event
 
 
 def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
-    def parsed(lines: DataFrame, message: Column | None = None) -> DataFrame:
-        frame = parse_json(lines, PAYLOAD, message)
+    def parsed(lines: DataFrame) -> DataFrame:
+        frame = parse_json(lines, PAYLOAD)
         return parse_event(frame, lines.columns, source, F.col("j"), F.lit(None).cast(SCHEMA), "")
 
-    return with_common_case_events(lines, source, False, parsed) if common_case else parsed(lines)
+    return parsed_with_common_case(lines, reader(lines, source) if common_case else None, parsed)
+
+
+def reader(_lines: DataFrame, source: SourceConfig) -> CommonCase:
+    """The events the JVM function reads where they are the common case (`debezium.common_case_events`)."""
+    return common_case_events(source, envelope=False)

@@ -38,6 +38,8 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import debezium
 from lakeloader.parse.formats.common import (
+    COMMON_CASE,
+    CommonCase,
     Converter,
     OpTable,
     WireFields,
@@ -78,14 +80,17 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     column's type) is read by a JVM function in one pass (`read_common_case`); every other message, or every
     message without `common_case`, by the Spark SQL expressions of `_parsed`, the reference that function is held
     to (tests/spark/test_format_debezium_smt_common_case.py)."""
-    if not common_case:
-        return _parsed(lines, source)
     return parsed_with_common_case(
-        lines,
-        read_common_case(lines, source),
-        lambda ls, message: _parsed(ls, source, message),
-        lambda common: common_case_columns(common, ("raw_op", "op", "before", "after", "primary_key")),
+        lines, reader(lines, source) if common_case else None, lambda ls: _parsed(ls, source)
     )
+
+
+def reader(lines: DataFrame, source: SourceConfig) -> CommonCase:
+    """The JVM common-case reader (`read_common_case`) and this parser's output columns from its fields and the
+    line's place (its table and ordering key)."""
+    place = _place(lines, source)
+    passed = common_case_columns(F.col(COMMON_CASE), ("raw_op", "op", "before", "after", "primary_key"))
+    return CommonCase(read_common_case(lines, source), passed | {name: place[name] for name in ("db", "table", "seq")})
 
 
 def read_common_case(lines: DataFrame, source: SourceConfig) -> Column:
@@ -120,9 +125,9 @@ def _place(lines: DataFrame, source: SourceConfig) -> dict[str, Column]:
     return {"topic": topic, "destination": destination, "db": db, "table": table, "seq": seq}
 
 
-def _parsed(lines: DataFrame, source: SourceConfig, message: Column | None = None) -> DataFrame:
-    """The Spark SQL parse of every message (`message`: what to parse when not each line's text, `parse_json`)."""
-    frame = parse_json(lines, C.IMAGE_TYPE, message)
+def _parsed(lines: DataFrame, source: SourceConfig) -> DataFrame:
+    """The Spark SQL parse of every message."""
+    frame = parse_json(lines, C.IMAGE_TYPE)
     fields = F.col("j")
     deleted = F.coalesce(fields[DELETED], F.lit(ABSENT))
     image = F.map_filter(fields, lambda name, _: name != DELETED)

@@ -75,13 +75,14 @@ from lakeloader.parse.formats.common import (
     jvm_reading,
     let,
     listing,
-    parsed_with_common_case,
     qualified,
+    spliced,
     split_qualified,
     timestamp_of_seconds,
     timestamp_text,
     typed_column,
     with_canonical_images,
+    with_common_case,
     with_configured_types,
 )
 from lakeloader.spark import DTS_MESSAGE, DTS_RECORD
@@ -125,12 +126,9 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     resolutions = sampled_resolutions(lines)
     if not common_case:
         return build(lines, source, resolutions)
-    return parsed_with_common_case(
-        lines,
-        read_common_case(lines, source, resolutions),
-        lambda ls, message: build(ls, source, resolutions, message),
-        _from_common_case,
-    )
+    # the Spark SQL parse reads the taken records' declarations (`_with_batch_types`): spliced, not apart
+    with_fields, message = with_common_case(lines, read_common_case(lines, source, resolutions))
+    return spliced(build(with_fields, source, resolutions, message), _from_common_case(F.col(COMMON_CASE)))
 
 
 def sampled_resolutions(lines: DataFrame) -> source_types.Resolutions:

@@ -40,6 +40,8 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import ob_types
 from lakeloader.parse.formats.common import (
+    COMMON_CASE,
+    CommonCase,
     Converter,
     OpTable,
     WireFields,
@@ -113,12 +115,14 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
         types = configured_types(source.column_types, F.col("db"), F.col("table"))
         return declare_names(names, types, spark_typed), converters
 
-    if not common_case:
-        return build(lines, declaration)
-    reading = read_common_case(source)
     return parsed_with_common_case(
-        lines, reading, lambda ls, message: build(ls, declaration, message=message), from_common_case
+        lines, reader(lines, source) if common_case else None, lambda ls: build(ls, declaration)
     )
+
+
+def reader(_lines: DataFrame, source: SourceConfig) -> CommonCase:
+    """The JVM common-case reader (`read_common_case`) and this parser's output columns from its fields."""
+    return CommonCase(read_common_case(source), from_common_case(F.col(COMMON_CASE)))
 
 
 def read_common_case(source: SourceConfig, light_types: Mapping[str, Mapping[str, str]] | None = None) -> Column:
@@ -167,12 +171,10 @@ def build(
     declaration: Declaration,
     metadata_keys: tuple[str, ...] = (),
     column_types: Mapping[str, Mapping[str, str]] | None = None,
-    message: Column | None = None,
 ) -> DataFrame:
     """The Default format's parse; the variant says how columns are typed and which image keys are
-    metadata rather than columns; `column_types` (configured) wins over the variant's types. `message`: what to
-    parse when not each line's text (`common.parse_json`)."""
-    frame = parse_json(lines, MESSAGE_SCHEMA, message)
+    metadata rather than columns; `column_types` (configured) wins over the variant's types."""
+    frame = parse_json(lines, MESSAGE_SCHEMA)
     meta, op = F.col("j.allMetaData"), F.col("j.recordType")
     kind = OPS.kind(op)
     is_data = kind == C.DATA

@@ -23,7 +23,7 @@ from pyspark.sql import types as T
 from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import ob_types, oms_default, source_types
-from lakeloader.parse.formats.common import Converter, declare_names, parsed_with_common_case
+from lakeloader.parse.formats.common import COMMON_CASE, CommonCase, Converter, declare_names, parsed_with_common_case
 
 LIGHT_TYPE = "__light_type"
 _LIGHT_TYPES = T.MapType(T.StringType(), T.StructType([T.StructField("schemaType", T.StringType())]))
@@ -48,14 +48,20 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
         resolve = ob_types.table_resolver(resolutions, ob_types.is_oracle_tenant(F.col("db_type")))
         return declare_names(names, types, resolve), ob_types.CONVERTERS
 
-    def build(ls: DataFrame, message: Column | None = None) -> DataFrame:
-        metadata = (LIGHT_TYPE,)
-        return oms_default.build(ls, declaration, metadata, column_types=source.column_types, message=message)
+    def build(ls: DataFrame) -> DataFrame:
+        return oms_default.build(ls, declaration, (LIGHT_TYPE,), column_types=source.column_types)
 
-    if not common_case:
-        return build(lines)
-    reading = read_common_case(source, resolutions)
-    return parsed_with_common_case(lines, reading, build, oms_default.from_common_case)
+    return parsed_with_common_case(lines, _reader(source, resolutions) if common_case else None, build)
+
+
+def reader(lines: DataFrame, source: SourceConfig) -> CommonCase:
+    """The JVM common-case reader given the batch's declarations (`read_common_case`) and this parser's output
+    columns from its fields."""
+    return _reader(source, sampled_resolutions(lines))
+
+
+def _reader(source: SourceConfig, resolutions: source_types.Resolutions) -> CommonCase:
+    return CommonCase(read_common_case(source, resolutions), oms_default.from_common_case(F.col(COMMON_CASE)))
 
 
 def read_common_case(source: SourceConfig, resolutions: source_types.Resolutions) -> Column:

@@ -29,6 +29,8 @@ from lakeloader.core.config import SourceConfig
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats import ob_types
 from lakeloader.parse.formats.common import (
+    COMMON_CASE,
+    CommonCase,
     OpTable,
     WireFields,
     common_case_columns,
@@ -87,10 +89,14 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     is read by a JVM function in one pass (`read_common_case`); every other message, or every message without
     `common_case`, by the Spark SQL expressions of `_parsed`, the reference that function is held to
     (tests/spark/test_format_shareplex_common_case.py)."""
-    if not common_case:
-        return _parsed(lines, source)
-    reading = read_common_case(source)
-    return parsed_with_common_case(lines, reading, lambda ls, message: _parsed(ls, source, message), _from_common_case)
+    return parsed_with_common_case(
+        lines, reader(lines, source) if common_case else None, lambda ls: _parsed(ls, source)
+    )
+
+
+def reader(_lines: DataFrame, source: SourceConfig) -> CommonCase:
+    """The JVM common-case reader (`read_common_case`) and this parser's output columns from its fields."""
+    return CommonCase(read_common_case(source), _from_common_case(F.col(COMMON_CASE)))
 
 
 def read_common_case(source: SourceConfig) -> Column:
@@ -116,9 +122,9 @@ def _from_common_case(common: Column) -> dict[str, Column]:
     }
 
 
-def _parsed(lines: DataFrame, source: SourceConfig, message: Column | None = None) -> DataFrame:
-    """The Spark SQL parse of every message (`message`: what to parse when not each line's text, `parse_json`)."""
-    frame = parse_json(lines, MESSAGE_SCHEMA, message)
+def _parsed(lines: DataFrame, source: SourceConfig) -> DataFrame:
+    """The Spark SQL parse of every message."""
+    frame = parse_json(lines, MESSAGE_SCHEMA)
     meta, data, key = F.col("j.meta"), F.col("j.data"), F.col("j.key")
     op_key = F.upper(F.trim(meta["op"]))
     op = F.when(op_key.isin("UPD", "UPDATE") & key.isNull(), F.lit(C.UPDATE_AFTER)).otherwise(OPS.canonical(op_key))

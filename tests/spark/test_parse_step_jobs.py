@@ -1,0 +1,75 @@
+"""The parse step's two jobs (lakeloader.parse.step.run_parse): a format's JVM common-case reader over every message,
+then the Spark SQL parse of the messages it did not take, read back from where the first job wrote them aside.
+Bronze and quarantine hold what the one-DataFrame parse gives (`classify`, held to the Spark SQL parse by the
+common-case tests), framing and positions included."""
+
+from __future__ import annotations
+
+import json
+
+from format_support import HOUR, source_for, write_export_file
+
+from lakeloader.core import zones
+from lakeloader.core.format_registry import reader
+from lakeloader.core.storage import open_store
+from lakeloader.land.step import land_hour, raw_files, read_manifest
+from lakeloader.parse import canonical as C
+from lakeloader.parse.formats.common import UNPARSED
+from lakeloader.parse.framing import read_messages
+from lakeloader.parse.step import BRONZE, DESTINATION, QUARANTINED, classify, run_parse, staged_rows
+from tools.cdcgen import layouts, wire
+
+_CHANGES = [*wire.keyed_stream(wire.ITEMS, 6)[0], wire.Change(wire.ITEMS, wire.TRUNCATE, 7)]
+CANAL = [line for change in _CHANGES for line in wire.canal_json(change)]
+
+
+def _envelopes() -> bytes:
+    """Canal messages in kcat envelopes: plain changes (the reader's), a TRUNCATE, a tombstone, bad envelopes, a
+    payload too large and one holding a NUL (the Spark SQL parser's)."""
+    positioned = [layouts.Positioned("orders", 2, 40 + i, text) for i, text in enumerate(CANAL)]
+    lines = layouts.kcat_file(positioned, base64_payload=False).decode().splitlines()
+    lines += [
+        json.dumps({"topic": "orders", "partition": 2, "offset": 60, "payload": None}),
+        "not json",
+        json.dumps({"topic": "orders", "partition": 2, "payload": "{}"}),
+        json.dumps({"topic": "orders", "partition": 2, "offset": 61, "payload": CANAL[0] + " " * 1024}),
+        json.dumps({"topic": "orders", "partition": 2, "offset": 62, "payload": CANAL[1].replace("items", "i\u0000")}),
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_run_parse_stores_what_the_one_dataframe_parse_gives_with_each_job_parsing_its_part(spark, tmp_path):
+    source = source_for("canal_json", tmp_path, export_layout="kcat", max_message_bytes=1024)
+    write_export_file(source, "orders/part-0.json", _envelopes())
+    land_hour(source, HOUR)
+    lake = open_store(source.lake_root)
+
+    messages = read_messages(spark, raw_files(lake, read_manifest(lake, source.name, HOUR)), source, "2026-11-21T05")
+    common = reader(source.format)(messages, source)
+    taken = messages.where(common.reading.isNotNull()).count()
+    expected = [r.asDict(recursive=True) for r in staged_rows(classify(messages, source)).collect()]
+
+    report = run_parse(spark, source, HOUR)
+
+    assert (taken, messages.count()) == (6, 12)  # each job parses a part
+    bronze, quarantine = (
+        [
+            r.asDict(recursive=True)
+            for r in spark.read.parquet(str(tmp_path / "lake" / zone(source.name, HOUR))).collect()
+        ]
+        for zone in (zones.bronze_changes_dir, zones.bronze_quarantine_dir)
+    )
+
+    def by_line(rows: list[dict], names: list[str]) -> list[dict]:
+        return sorted(({n: r[n] for n in names} for r in rows), key=lambda r: (r["origin_line"], r["origin_index"]))
+
+    change_names, quarantine_names = C.CHANGE_SCHEMA.names, [*C.QUARANTINE_SCHEMA.names, "origin_index"]
+    assert by_line(bronze, change_names) == by_line([r for r in expected if r[DESTINATION] == BRONZE], change_names)
+    assert by_line([r | {"origin_index": 0} for r in quarantine], quarantine_names) == by_line(
+        [r for r in expected if r[DESTINATION] == QUARANTINED], quarantine_names
+    )
+    assert [(r["origin_line"], r["kind"]) for r in bronze if r["kind"] != C.DATA] == [(7, C.DDL), (8, C.CONTROL)]
+    assert sorted(r["origin_line"] for r in quarantine) == [9, 10, 11, 12]
+    assert all(r[UNPARSED] is None for r in bronze)  # none left unparsed
+    assert report["outcomes"]["data"] == 6 and report["outcomes"]["quarantined"] == 4
+    assert not (tmp_path / "lake" / zones.work_dir(source.name, "parse", zones.format_hour(HOUR))).exists()
