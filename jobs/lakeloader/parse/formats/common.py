@@ -697,10 +697,12 @@ class CommonCase:
     """A format's JVM common-case reader over a batch's lines: `reading` (a `jvm_reading`: the fields of each
     message it took, NULL for any other) and the parser's output columns from them (`columns`, over COMMON_CASE and
     the line's own columns; `common_case_columns` gives those every reader gives alike). The columns it does not
-    name are the line's (source, positions) or `finish`'s defaults."""
+    name are the line's (source, positions) or `finish`'s defaults. `shared`: columns of the line that `reading` and
+    `columns` both read, computed once before them (each use would otherwise compute it again)."""
 
     reading: Column
     columns: Mapping[str, Column]
+    shared: Mapping[str, Column] = field(default_factory=dict)
 
 
 UNPARSED = "_unparsed"
@@ -722,14 +724,14 @@ def common_case_rows(lines: DataFrame, common: CommonCase) -> DataFrame:
     parse step writes the untaken messages aside and parses them in a job of their own (lakeloader.parse.step), and
     `parsed_with_common_case` unions them. (Evaluated beside the reader for every message, as it once was, the
     Spark SQL parse of a NULL message cost as much again as the reader: 2-5 s of a million messages.)"""
-    with_fields = lines.withColumn(COMMON_CASE, common.reading)
+    with_fields = lines.withColumns(dict(common.shared)).withColumn(COMMON_CASE, common.reading)
     given = {"after_partial": F.lit(False), "seq2": F.lit(0), "origin_index": F.lit(0), **common.columns}
     taken = F.col(COMMON_CASE).isNotNull()
 
     def column(field: T.StructField) -> Column:
         if field.name in lines.columns:  # the line's own: source, batch hour, positions
             return F.col(field.name)
-        return F.when(taken, given.get(field.name, F.lit(None))).cast(field.dataType).alias(field.name)
+        return given.get(field.name, F.lit(None)).cast(field.dataType).alias(field.name)
 
     sent = [
         (F.col(f.name) if f.name in lines.columns else F.lit(None)).cast(f.dataType).alias(f.name)
@@ -754,7 +756,8 @@ def parsed_with_common_case(
     if common is None:
         return parsed(lines)
     taken = common_case_rows(lines, common).where(F.col(UNPARSED).isNull()).drop(UNPARSED)
-    return taken.unionByName(parsed(lines.where(common.reading.isNull())))
+    untaken = lines.withColumns(dict(common.shared)).where(common.reading.isNull()).drop(*common.shared)
+    return taken.unionByName(parsed(untaken))
 
 
 def common_case_columns(common: Column, passed: Sequence[str]) -> dict[str, Column]:

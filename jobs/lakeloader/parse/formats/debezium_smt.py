@@ -31,6 +31,8 @@ declares a type or a key, or orders it:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -70,6 +72,7 @@ WIRE = WireFields(
     op_label=DELETED,
 )
 TOPIC = r"^([^/]+)/"
+PLACE = "_place"  # the line's place (`_place`), computed once for the reader and the columns from its fields
 CONVERTERS: dict[str, Converter] = debezium.value_families(binary=debezium.CONVERTERS["hex"])
 
 
@@ -88,9 +91,14 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
 def reader(lines: DataFrame, source: SourceConfig) -> CommonCase:
     """The JVM common-case reader (`read_common_case`) and this parser's output columns from its fields and the
     line's place (its table and ordering key)."""
-    place = _place(lines, source)
+    found = {name: column.alias(name) for name, column in _place(lines, source).items() if name != "topic"}
+    place = F.col(PLACE)
     passed = common_case_columns(F.col(COMMON_CASE), ("raw_op", "op", "before", "after", "primary_key"))
-    return CommonCase(read_common_case(lines, source), passed | {name: place[name] for name in ("db", "table", "seq")})
+    return CommonCase(
+        _reading(source, {name: place[name] for name in found}),
+        passed | {name: place[name] for name in ("db", "table", "seq")},
+        shared={PLACE: F.struct(*found.values())},
+    )
 
 
 def read_common_case(lines: DataFrame, source: SourceConfig) -> Column:
@@ -98,7 +106,10 @@ def read_common_case(lines: DataFrame, source: SourceConfig) -> Column:
     (`lakeloader.spark.DEBEZIUM_SMT_COMMON_CASE`), NULL for any other message and for one whose table or ordering
     key the line's place does not give. It is given the source's settings and this module's op table, so that
     they are written once."""
-    place = _place(lines, source)
+    return _reading(source, _place(lines, source))
+
+
+def _reading(source: SourceConfig, place: Mapping[str, Column]) -> Column:
     settings = {
         "column_types": source.column_types,
         "primary_keys": source.primary_keys,
