@@ -144,12 +144,7 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
     scratch = zones.work_dir(source.name, "parse", hour_text)
     lake.delete_tree(scratch)
     try:
-        reader = registry.reader(source.format)
-        common = reader(messages, source) if reader is not None else None
-        parsed = (
-            classify(messages, source) if common is None else classified(common_case_rows(messages, common), source)
-        )
-        rows = staged_rows(parsed)
+        rows = first_job_rows(messages, source)
         _write_staged(rows, lake, scratch, "overwrite")
         _parse_unparsed(spark, source, lake, scratch, rows.schema)
         staged = spark.read.schema(rows.schema).parquet(spark_path(lake.child(scratch)))
@@ -165,6 +160,15 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
         lake.delete_tree(scratch)
     lake.write_bytes(zones.run_report_key(source.name, hour, "parse"), json.dumps(report, indent=1).encode())
     return report
+
+
+def first_job_rows(messages: DataFrame, source: SourceConfig) -> DataFrame:
+    """The staged rows of the parse's first job (`run_parse`): with the format's JVM common-case reader, if it has
+    one, the messages it did not take left UNPARSED; else every message parsed."""
+    reader = registry.reader(source.format)
+    common = reader(messages, source) if reader is not None else None
+    by_reader = None if common is None else classified(common_case_rows(messages, common), source)
+    return staged_rows(classify(messages, source) if by_reader is None else by_reader)
 
 
 def _write_staged(rows: DataFrame, lake: Store, scratch: str, mode: str) -> None:
