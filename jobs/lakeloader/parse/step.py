@@ -29,6 +29,7 @@ from lakeloader.parse.formats.common import (
     REJECT_REASON,
     UNPARSED,
     UNPARSED_MESSAGE,
+    CommonCase,
     common_case_rows,
 )
 from lakeloader.parse.framing import LINE_KEYS, framed, read_messages
@@ -144,9 +145,10 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
     scratch = zones.work_dir(source.name, "parse", hour_text)
     lake.delete_tree(scratch)
     try:
-        rows = first_job_rows(messages, source)
+        common = _common_case(messages, source)
+        rows = first_job_rows(messages, source, common)
         _write_staged(rows, lake, scratch, "overwrite")
-        _parse_unparsed(spark, source, lake, scratch, rows.schema)
+        _parse_unparsed(spark, source, common, lake, scratch, rows.schema)
         staged = spark.read.schema(rows.schema).parquet(spark_path(lake.child(scratch)))
         report = _report(staged, source.name, hour_text, len(manifest))
         _publish_bronze(lake, f"{scratch}/{DESTINATION}={BRONZE}", zones.bronze_changes_dir(source.name, hour))
@@ -162,11 +164,15 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
     return report
 
 
-def first_job_rows(messages: DataFrame, source: SourceConfig) -> DataFrame:
-    """The staged rows of the parse's first job (`run_parse`): with the format's JVM common-case reader, if it has
-    one, the messages it did not take left UNPARSED; else every message parsed."""
+def _common_case(messages: DataFrame, source: SourceConfig) -> CommonCase | None:
+    """The format's JVM common-case reader over the hour's messages, if it has one."""
     reader = registry.reader(source.format)
-    common = reader(messages, source) if reader is not None else None
+    return reader(messages, source) if reader is not None else None
+
+
+def first_job_rows(messages: DataFrame, source: SourceConfig, common: CommonCase | None) -> DataFrame:
+    """The staged rows of the parse's first job (`run_parse`): with the format's JVM common-case reader (`common`),
+    the messages it did not take left UNPARSED; without, every message parsed."""
     by_reader = None if common is None else classified(common_case_rows(messages, common), source)
     return staged_rows(classify(messages, source) if by_reader is None else by_reader)
 
@@ -175,21 +181,31 @@ def _write_staged(rows: DataFrame, lake: Store, scratch: str, mode: str) -> None
     rows.write.mode(mode).options(**PLAIN_ENCODED).partitionBy(DESTINATION).parquet(spark_path(lake.child(scratch)))
 
 
-def _parse_unparsed(spark: SparkSession, source: SourceConfig, lake: Store, scratch: str, schema: T.StructType) -> None:
+def _parse_unparsed(
+    spark: SparkSession,
+    source: SourceConfig,
+    common: CommonCase | None,
+    lake: Store,
+    scratch: str,
+    schema: T.StructType,
+) -> None:
     """The staged messages a common-case reader did not take (the UNPARSED partition, if any), parsed by the format's
-    Spark SQL parser and appended to the staged rows; the partition then removed."""
+    Spark SQL parser (`common.rest` where it needs more of the hour) and appended to the staged rows; the partition
+    then removed."""
     unparsed = f"{scratch}/{DESTINATION}={UNPARSED}"
     if next(iter(lake.list(unparsed + "/")), None) is None:
         return
-    rows = spark.read.schema(T.StructType([f for f in schema.fields if f.name != DESTINATION]))
-    lines = rows.parquet(spark_path(lake.child(unparsed))).select(*LINE_COLUMNS, f"{UNPARSED}.*")
-    _write_staged(staged_rows(classify(lines, source, common_case=False)), lake, scratch, "append")
+    reading = spark.read.schema(T.StructType([f for f in schema.fields if f.name != DESTINATION]))
+    lines = reading.parquet(spark_path(lake.child(unparsed))).select(*LINE_COLUMNS, f"{UNPARSED}.*")
+    parsed = common.rest(lines) if common is not None and common.rest is not None else None
+    rows = classify(lines, source, common_case=False) if parsed is None else classified(parsed, source)
+    _write_staged(staged_rows(rows), lake, scratch, "append")
     lake.delete_tree(unparsed)
 
 
 def _publish_bronze(lake: Store, staged: str, bronze: str) -> None:
     """Replace the hour's bronze with the staged bronze partition's files (a rename on a local lake). Bronze's
-    files also hold quarantine's columns, all NULL (readers name the columns they read). The success marker
+    files also hold quarantine's columns and UNPARSED, all NULL (readers name the columns they read). The success marker
     keeps an hour without bronze rows listed as parsed (lake_index.bronze_hours)."""
     lake.delete_tree(bronze)
     if next(iter(lake.list(staged + "/")), None) is not None:

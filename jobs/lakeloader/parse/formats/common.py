@@ -682,7 +682,7 @@ def finish(
 
 
 COMMON_CASE = "_common_case"
-"""A message's fields as a JVM function read them in one pass (NULL: not the common case; see `spliced`)."""
+"""A message's fields as a JVM function read them in one pass (NULL: not the common case; `common_case_rows`)."""
 
 
 def jvm_reading(function: str, settings: Mapping[str, object], *found: Column) -> Column:
@@ -698,11 +698,14 @@ class CommonCase:
     message it took, NULL for any other) and the parser's output columns from them (`columns`, over COMMON_CASE and
     the line's own columns; `common_case_columns` gives those every reader gives alike). The columns it does not
     name are the line's (source, positions) or `finish`'s defaults. `shared`: columns of the line that `reading` and
-    `columns` both read, computed once before them (each use would otherwise compute it again)."""
+    `columns` both read, computed once before them (each use would otherwise compute it again). `rest`: the Spark
+    SQL parse of the messages the reader did not take, where it needs more of the batch than those (DTS Avro); else
+    the format's parser without its reader."""
 
     reading: Column
     columns: Mapping[str, Column]
     shared: Mapping[str, Column] = field(default_factory=dict)
+    rest: Callable[[DataFrame], DataFrame] | None = None
 
 
 UNPARSED = "_unparsed"
@@ -720,7 +723,8 @@ UNPARSED_MESSAGE = T.StructType(
 
 def common_case_rows(lines: DataFrame, common: CommonCase) -> DataFrame:
     """`finish`'s columns for each of the `lines` the reader took, from its fields alone, and UNPARSED: each other
-    message as read, whose columns here are NULL but for its line's own. No Spark SQL parse is in this plan: the
+    message as read (NULL for a taken one; an untaken one's other columns but its line's own mean nothing, its
+    UNPARSED places it). No Spark SQL parse is in this plan: the
     parse step writes the untaken messages aside and parses them in a job of their own (lakeloader.parse.step), and
     `parsed_with_common_case` unions them. (Evaluated beside the reader for every message, as it once was, the
     Spark SQL parse of a NULL message cost as much again as the reader: 2-5 s of a million messages.)"""
@@ -757,7 +761,7 @@ def parsed_with_common_case(
         return parsed(lines)
     taken = common_case_rows(lines, common).where(F.col(UNPARSED).isNull()).drop(UNPARSED)
     untaken = lines.withColumns(dict(common.shared)).where(common.reading.isNull()).drop(*common.shared)
-    return taken.unionByName(parsed(untaken))
+    return taken.unionByName((common.rest or parsed)(untaken))
 
 
 def common_case_columns(common: Column, passed: Sequence[str]) -> dict[str, Column]:
@@ -770,28 +774,6 @@ def common_case_columns(common: Column, passed: Sequence[str]) -> dict[str, Colu
         "ddl": F.lit(None),
         REJECT_REASON: F.lit(None),
     }
-
-
-def with_common_case(lines: DataFrame, reading: Column) -> tuple[DataFrame, Column]:
-    """The lines with COMMON_CASE (`reading`, a `jvm_reading`), and what the Spark SQL parser is to parse: NULL for
-    a message the JVM function took (`spliced`)."""
-    return lines.withColumn(COMMON_CASE, reading), F.when(F.col(COMMON_CASE).isNull(), F.col("text"))
-
-
-def spliced(finished: DataFrame, common: Mapping[str, Column]) -> DataFrame:
-    """A parser's rows (`finish`) with each message that a JVM function read as the common case (COMMON_CASE not
-    NULL) taking its values from that (`common`: output column -> value from COMMON_CASE; the columns it does not
-    name keep the line's own). For a format whose Spark SQL parse of the other messages reads the taken ones'
-    fields (DTS Avro's batch types): the Spark SQL parse runs over every line, the taken ones' text NULL."""
-    taken = F.col(COMMON_CASE).isNotNull()
-
-    def column(name: str) -> Column:
-        if name not in common:
-            return F.col(name)
-        own_type = finished.schema[name].dataType
-        return F.when(taken, common[name].cast(own_type)).otherwise(F.col(name)).alias(name)
-
-    return finished.select(*[column(name) for name in finished.columns if name != COMMON_CASE])
 
 
 def key_as_in_image(key: Column, *images: Column) -> Column:

@@ -66,6 +66,7 @@ from lakeloader.parse.formats import mysql_types, ob_types, source_types
 from lakeloader.parse.formats.common import (
     COMMON_CASE,
     STRING_ARRAY,
+    CommonCase,
     OpTable,
     WireFields,
     common_case_columns,
@@ -75,14 +76,13 @@ from lakeloader.parse.formats.common import (
     jvm_reading,
     let,
     listing,
+    parsed_with_common_case,
     qualified,
-    spliced,
     split_qualified,
     timestamp_of_seconds,
     timestamp_text,
     typed_column,
     with_canonical_images,
-    with_common_case,
     with_configured_types,
 )
 from lakeloader.spark import DTS_MESSAGE, DTS_RECORD
@@ -124,11 +124,27 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     """Messages (Base64 DTS Avro records) -> canonical change rows with `reject_reason`; the common case read by
     the JVM function unless not `common_case` (module docstring)."""
     resolutions = sampled_resolutions(lines)
-    if not common_case:
-        return build(lines, source, resolutions)
-    # the Spark SQL parse reads the taken records' declarations (`_with_batch_types`): spliced, not apart
-    with_fields, message = with_common_case(lines, read_common_case(lines, source, resolutions))
-    return spliced(build(with_fields, source, resolutions, message), _from_common_case(F.col(COMMON_CASE)))
+    common = _reader(lines, source, resolutions) if common_case else None
+    return parsed_with_common_case(lines, common, lambda ls: build(ls, source, resolutions))
+
+
+def reader(lines: DataFrame, source: SourceConfig) -> CommonCase:
+    """The JVM common-case reader given the batch's declarations (`read_common_case`), this parser's output columns
+    from its fields, and the Spark SQL parse of the other records that sees the taken ones' declarations."""
+    return _reader(lines, source, sampled_resolutions(lines))
+
+
+def _reader(lines: DataFrame, source: SourceConfig, resolutions: source_types.Resolutions) -> CommonCase:
+    """The common case of the batch `lines`. The Spark SQL parse of the records the reader did not take (`rest`)
+    types a column whose record leaves it to the batch from the batch's other records, the taken ones included
+    (`_with_batch_types`): it reads those from the batch again, only for a batch with such a record."""
+    reading = read_common_case(lines, source, resolutions)
+    taken = lines.withColumn(COMMON_CASE, reading).where(F.col(COMMON_CASE).isNotNull())
+    return CommonCase(
+        reading,
+        _from_common_case(F.col(COMMON_CASE)),
+        rest=lambda untaken: build(untaken, source, resolutions, taken),
+    )
 
 
 def sampled_resolutions(lines: DataFrame) -> source_types.Resolutions:
@@ -185,15 +201,15 @@ def _from_common_case(common: Column) -> dict[str, Column]:
 
 
 def build(
-    lines: DataFrame, source: SourceConfig, resolutions: source_types.Resolutions, message: Column | None = None
+    lines: DataFrame, source: SourceConfig, resolutions: source_types.Resolutions, taken: DataFrame | None = None
 ) -> DataFrame:
-    """The Spark SQL parse (`message`: what to decode when not each line's text; NULL for a line the JVM function
-    took, whose fields `_with_batch_types` reads from COMMON_CASE)."""
+    """The Spark SQL parse; `taken`: the batch's records the JVM function took, when `lines` are the others (their
+    declarations count in `_with_batch_types`; COMMON_CASE holds their fields)."""
     record = F.col("decoded")["record"]
     op = record["operation"]
     kind = OPS.kind(op)
     db, table = _db_and_table(record["object_name"])
-    frame = lines.withColumn("decoded", decoded(F.col("text") if message is None else message)).select(
+    frame = lines.withColumn("decoded", decoded(F.col("text"))).select(
         *lines.columns,
         F.col("decoded")["decode_error"].alias("envelope_error"),
         op.alias("raw_op"),
@@ -224,7 +240,7 @@ def build(
             "raw_after": _raw_image(names, F.col("after_values")),
         }
     ).drop("declared")
-    frame = with_configured_types(_with_batch_types(frame, resolve), source.column_types)
+    frame = with_configured_types(_with_batch_types(frame, resolve, taken), source.column_types)
     frame = with_canonical_images(
         frame, mysql_types.converters(BINARY_ENCODING) | mysql_types.configured(BINARY_ENCODING, source.column_types)
     )
@@ -300,7 +316,7 @@ def _typed(declared: Column, resolve: source_types.Resolver) -> Column:
     )
 
 
-def _with_batch_types(frame: DataFrame, resolve: source_types.Resolver) -> DataFrame:
+def _with_batch_types(frame: DataFrame, resolve: source_types.Resolver, taken: DataFrame | None) -> DataFrame:
     """`typed` as struct(name, conv, type), a fallback type (no value told it) replaced by the batch's latest
     informed type of that column: apply takes each column's latest declaration in a batch, so a NULL must not
     re-type a column that other records of the batch type from their values (bytes would load as Base64 text).
@@ -314,8 +330,8 @@ def _with_batch_types(frame: DataFrame, resolve: source_types.Resolver) -> DataF
     informed = frame.where(F.col("kind") == C.DATA).select(
         "db", "table", "seq", F.explode(F.filter("typed", lambda c: c["informed"])).alias("c")
     )
-    if COMMON_CASE in frame.columns:
-        informed = informed.unionByName(_informed_by_common_case(frame, resolve))
+    if taken is not None:
+        informed = informed.unionByName(_informed_by_common_case(taken, resolve))
     latest = informed.groupBy("db", "table", F.col("c.name").alias("name")).agg(
         F.max_by(F.struct(F.col("c.conv").alias("conv"), F.col("c.type").alias("type")), "seq").alias("declared")
     )
