@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from format_support import HOUR, source_for, write_export_file
+from test_format_dts_avro import BLOB, LONG, VARCHAR, chars, integer, line, record, text
 
 from lakeloader.core import zones
 from lakeloader.core.format_registry import reader
@@ -73,3 +74,27 @@ def test_run_parse_stores_what_the_one_dataframe_parse_gives_with_each_job_parsi
     assert all(r[UNPARSED] is None for r in bronze)  # none left unparsed
     assert report["outcomes"]["data"] == 6 and report["outcomes"]["quarantined"] == 4
     assert not (tmp_path / "lake" / zones.work_dir(source.name, "parse", zones.format_hour(HOUR))).exists()
+
+
+def test_dts_avro_s_second_job_types_a_column_from_a_record_the_first_job_took(spark, tmp_path):
+    """A record whose NULL leaves its column's type to the batch is the second job's; the type comes from a record
+    of the same hour the first job's reader took (dts_avro's CommonCase.rest)."""
+    fields = [("id", LONG), ("tag", BLOB), ("note", VARCHAR)]
+    typed = record("INSERT", "shop.files", fields, after=[integer("1"), chars(b"\x00\x01", "binary"), text("a")])
+    untyped = record("UPDATE", "shop.files", fields, before=[integer("2"), None, text("b")],
+                     after=[integer("2"), "NULL", text("c")], record_id=2)  # fmt: skip
+    source = source_for("dts_avro", tmp_path)
+    write_export_file(source, "part-0.avro.b64", f"{line(typed)}\n{line(untyped)}\n".encode())
+    land_hour(source, HOUR)
+
+    run_parse(spark, source, HOUR)
+
+    bronze = spark.read.parquet(str(tmp_path / "lake" / zones.bronze_changes_dir(source.name, HOUR)))
+    first, second = [r.asDict(recursive=True) for r in bronze.orderBy("origin_line").collect()]
+    assert first["after"] == {"id": "1", "tag": "AAE=", "note": "a"}
+    assert [(c["name"], c["type"]) for c in second["columns"]] == [
+        ("id", "bigint"),
+        ("tag", "binary"),
+        ("note", "string"),
+    ]
+    assert (second["op"], second["before"]) == ("UPDATE", {"id": "2", "tag": None, "note": "b"})

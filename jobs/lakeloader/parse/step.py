@@ -173,8 +173,9 @@ def _common_case(messages: DataFrame, source: SourceConfig) -> CommonCase | None
 def first_job_rows(messages: DataFrame, source: SourceConfig, common: CommonCase | None) -> DataFrame:
     """The staged rows of the parse's first job (`run_parse`): with the format's JVM common-case reader (`common`),
     the messages it did not take left UNPARSED; without, every message parsed."""
-    by_reader = None if common is None else classified(common_case_rows(messages, common), source)
-    return staged_rows(classify(messages, source) if by_reader is None else by_reader)
+    if common is None:
+        return staged_rows(classify(messages, source))
+    return staged_rows(classified(common_case_rows(messages, common), source))
 
 
 def _write_staged(rows: DataFrame, lake: Store, scratch: str, mode: str) -> None:
@@ -197,8 +198,10 @@ def _parse_unparsed(
         return
     reading = spark.read.schema(T.StructType([f for f in schema.fields if f.name != DESTINATION]))
     lines = reading.parquet(spark_path(lake.child(unparsed))).select(*LINE_COLUMNS, f"{UNPARSED}.*")
-    parsed = common.rest(lines) if common is not None and common.rest is not None else None
-    rows = classify(lines, source, common_case=False) if parsed is None else classified(parsed, source)
+    if common is not None and common.rest is not None:
+        rows = classified(common.rest(lines), source)
+    else:
+        rows = classify(lines, source, common_case=False)
     _write_staged(staged_rows(rows), lake, scratch, "append")
     lake.delete_tree(unparsed)
 
