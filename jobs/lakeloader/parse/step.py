@@ -148,7 +148,8 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
         common = _common_case(messages, source)
         rows = first_job_rows(messages, source, common)
         _write_staged(rows, lake, scratch, "overwrite")
-        _parse_unparsed(spark, source, common, lake, scratch, rows.schema)
+        if common is not None:
+            _parse_unparsed(spark, source, common, lake, scratch, rows.schema)
         staged = spark.read.schema(rows.schema).parquet(spark_path(lake.child(scratch)))
         report = _report(staged, source.name, hour_text, len(manifest))
         _publish_bronze(lake, f"{scratch}/{DESTINATION}={BRONZE}", zones.bronze_changes_dir(source.name, hour))
@@ -185,24 +186,19 @@ def _write_staged(rows: DataFrame, lake: Store, scratch: str, mode: str) -> None
 def _parse_unparsed(
     spark: SparkSession,
     source: SourceConfig,
-    common: CommonCase | None,
+    common: CommonCase,
     lake: Store,
     scratch: str,
     schema: T.StructType,
 ) -> None:
     """The staged messages a common-case reader did not take (the UNPARSED partition, if any), parsed by the format's
-    Spark SQL parser (`common.rest` where it needs more of the hour) and appended to the staged rows; the partition
-    then removed."""
+    Spark SQL parser (`common.rest`) and appended to the staged rows; the partition then removed."""
     unparsed = f"{scratch}/{DESTINATION}={UNPARSED}"
     if next(iter(lake.list(unparsed + "/")), None) is None:
         return
     reading = spark.read.schema(T.StructType([f for f in schema.fields if f.name != DESTINATION]))
     lines = reading.parquet(spark_path(lake.child(unparsed))).select(*LINE_COLUMNS, f"{UNPARSED}.*")
-    if common is not None and common.rest is not None:
-        rows = classified(common.rest(lines), source)
-    else:
-        rows = classify(lines, source, common_case=False)
-    _write_staged(staged_rows(rows), lake, scratch, "append")
+    _write_staged(staged_rows(classified(common.rest(lines), source)), lake, scratch, "append")
     lake.delete_tree(unparsed)
 
 

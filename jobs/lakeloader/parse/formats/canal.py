@@ -85,8 +85,9 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     """Numbered lines -> one canonical row per data row (one per message for DDL and rejects); the common case
     read by the JVM function unless not `common_case` (module docstring)."""
     resolutions = sampled_resolutions(lines, source)
-    common = _reader(source, resolutions) if common_case and not source.canal_dts_legacy_images else None
-    return parsed_with_common_case(lines, common, lambda ls: build(ls, source, resolutions))
+    if common_case and not source.canal_dts_legacy_images:
+        return parsed_with_common_case(lines, _reader(source, resolutions))
+    return build(lines, source, resolutions)
 
 
 def reader(lines: DataFrame, source: SourceConfig) -> CommonCase | None:
@@ -96,7 +97,11 @@ def reader(lines: DataFrame, source: SourceConfig) -> CommonCase | None:
 
 
 def _reader(source: SourceConfig, resolutions: source_types.Resolutions) -> CommonCase:
-    return CommonCase(read_common_case(source, resolutions), _from_common_case(F.col(COMMON_CASE)))
+    return CommonCase(
+        read_common_case(source, resolutions),
+        _from_common_case(F.col(COMMON_CASE)),
+        rest=lambda ls: build(ls, source, resolutions),
+    )
 
 
 def sampled_resolutions(lines: DataFrame, source: SourceConfig) -> source_types.Resolutions:

@@ -698,14 +698,14 @@ class CommonCase:
     message it took, NULL for any other) and the parser's output columns from them (`columns`, over COMMON_CASE and
     the line's own columns; `common_case_columns` gives those every reader gives alike). The columns it does not
     name are the line's (source, positions) or `finish`'s defaults. `shared`: columns of the line that `reading` and
-    `columns` both read, computed once before them (each use would otherwise compute it again). `rest`: the Spark
-    SQL parse of the messages the reader did not take, where it needs more of the batch than those (DTS Avro); else
-    the format's parser without its reader."""
+    `columns` both read, computed once before them (each use would otherwise compute it again). `rest`: the format's
+    Spark SQL parse of the messages the reader did not take, given what the reader was given of the batch (its
+    sampled declarations; DTS Avro's also reads the taken records' declarations)."""
 
     reading: Column
     columns: Mapping[str, Column]
+    rest: Callable[[DataFrame], DataFrame]
     shared: Mapping[str, Column] = field(default_factory=dict)
-    rest: Callable[[DataFrame], DataFrame] | None = None
 
 
 UNPARSED = "_unparsed"
@@ -750,18 +750,13 @@ def common_case_rows(lines: DataFrame, common: CommonCase) -> DataFrame:
     )
 
 
-def parsed_with_common_case(
-    lines: DataFrame, common: CommonCase | None, parsed: Callable[[DataFrame], DataFrame]
-) -> DataFrame:
-    """A parser's rows: those of the messages the common-case reader took (`common_case_rows`), and `parsed` (the
-    format's Spark SQL parse, which stays the reference for every message) of the others. Without a reader
-    (`common` None), `parsed` of every line. The reader runs twice here (once to choose each side); the parse step
-    runs it once (lakeloader.parse.step)."""
-    if common is None:
-        return parsed(lines)
+def parsed_with_common_case(lines: DataFrame, common: CommonCase) -> DataFrame:
+    """A parser's rows: those of the messages the common-case reader took (`common_case_rows`), and `common.rest`
+    (the format's Spark SQL parse, which stays the reference for every message) of the others. The reader runs
+    twice here (once to choose each side); the parse step runs it once (lakeloader.parse.step)."""
     taken = common_case_rows(lines, common).where(F.col(UNPARSED).isNull()).drop(UNPARSED)
     untaken = lines.withColumns(dict(common.shared)).where(common.reading.isNull()).drop(*common.shared)
-    return taken.unionByName((common.rest or parsed)(untaken))
+    return taken.unionByName(common.rest(untaken))
 
 
 def common_case_columns(common: Column, passed: Sequence[str]) -> dict[str, Column]:

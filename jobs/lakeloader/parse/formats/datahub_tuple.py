@@ -92,14 +92,14 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     type) is read by a JVM function in one pass (`read_common_case`); every other line, or every line without
     `common_case`, by the Spark SQL expressions of `_parsed`, the reference that function is held to
     (tests/spark/test_format_datahub_common_case.py)."""
-    return parsed_with_common_case(
-        lines, reader(lines, source) if common_case else None, lambda ls: _parsed(ls, source)
-    )
+    return parsed_with_common_case(lines, reader(lines, source)) if common_case else _parsed(lines, source)
 
 
 def reader(_lines: DataFrame, source: SourceConfig) -> CommonCase:
     """The JVM common-case reader (`read_common_case`) and this parser's output columns from its fields."""
-    return CommonCase(read_common_case(source), _from_common_case(F.col(COMMON_CASE)))
+    return CommonCase(
+        read_common_case(source), _from_common_case(F.col(COMMON_CASE)), rest=lambda ls: _parsed(ls, source)
+    )
 
 
 def read_common_case(source: SourceConfig) -> Column:

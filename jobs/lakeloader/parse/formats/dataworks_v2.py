@@ -129,8 +129,9 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     """Numbered lines -> canonical change rows with `reject_reason` set on the ones to quarantine; the common
     case read by the JVM function unless not `common_case` (module docstring)."""
     resolutions = sampled_resolutions(lines)
-    common = _reader(source, resolutions) if common_case else None
-    return parsed_with_common_case(lines, common, lambda ls: build(ls, source, resolutions))
+    if common_case:
+        return parsed_with_common_case(lines, _reader(source, resolutions))
+    return build(lines, source, resolutions)
 
 
 def reader(lines: DataFrame, source: SourceConfig) -> CommonCase:
@@ -140,7 +141,11 @@ def reader(lines: DataFrame, source: SourceConfig) -> CommonCase:
 
 
 def _reader(source: SourceConfig, resolutions: source_types.Resolutions) -> CommonCase:
-    return CommonCase(read_common_case(source, resolutions), _from_common_case(F.col(COMMON_CASE)))
+    return CommonCase(
+        read_common_case(source, resolutions),
+        _from_common_case(F.col(COMMON_CASE)),
+        rest=lambda ls: build(ls, source, resolutions),
+    )
 
 
 def sampled_resolutions(lines: DataFrame) -> source_types.Resolutions:

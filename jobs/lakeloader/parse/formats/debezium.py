@@ -32,6 +32,8 @@ offset; OMS writes `offset@time`, then 0), then the export position.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -312,28 +314,29 @@ CONFIGURED_BY_FAMILY = value_families(_message_bytes)
 def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
     """Debezium JSON: the event in `payload` with or without `schema` (JsonConverter schemas.enable=true), or the
     event itself (schemas.enable=false: {before, after, source, op, ts_ms} at the top). The common case is read by a
-    JVM function (`with_common_case_events`)."""
+    JVM function (`common_case_events`)."""
+    return parsed_with_common_case(lines, reader(lines, source)) if common_case else _parsed(lines, source)
 
-    def parsed(lines: DataFrame) -> DataFrame:
-        frame = parse_json(lines, PLAIN_OR_ENVELOPE)
-        plain = F.struct(*[F.col(f"j.{name}").alias(name) for name in PAYLOAD.names])
-        payload = F.when(F.col("j.payload").isNotNull(), F.col("j.payload")).otherwise(plain)
-        return parse_event(frame, lines.columns, source, payload, F.col("j.schema"), "payload.")
 
-    return parsed_with_common_case(lines, reader(lines, source) if common_case else None, parsed)
+def _parsed(lines: DataFrame, source: SourceConfig) -> DataFrame:
+    """The Spark SQL parse of Debezium JSON events, in `payload` or not."""
+    frame = parse_json(lines, PLAIN_OR_ENVELOPE)
+    plain = F.struct(*[F.col(f"j.{name}").alias(name) for name in PAYLOAD.names])
+    payload = F.when(F.col("j.payload").isNotNull(), F.col("j.payload")).otherwise(plain)
+    return parse_event(frame, lines.columns, source, payload, F.col("j.schema"), "payload.")
 
 
 def reader(_lines: DataFrame, source: SourceConfig) -> CommonCase:
     """The events lakeloader/jvm/DebeziumEvents.java reads in one pass where they are the common case (plain
     types, no logical ones), in `payload` beside `schema` or not; the Spark SQL parser reads every other message and
     stays the reference (tests/spark/test_format_debezium_common_case.py)."""
-    return common_case_events(source, envelope=True)
+    return common_case_events(source, envelope=True, rest=lambda ls: _parsed(ls, source))
 
 
-def common_case_events(source: SourceConfig, envelope: bool) -> CommonCase:
+def common_case_events(source: SourceConfig, envelope: bool, rest: Callable[[DataFrame], DataFrame]) -> CommonCase:
     """The JVM common-case reader of Debezium events (`read_common_case`; `envelope`: whether the event may sit in
-    `payload` beside `schema`) and the output columns from its fields."""
-    return CommonCase(read_common_case(source, envelope), _from_common_case(F.col(COMMON_CASE)))
+    `payload` beside `schema`), the output columns from its fields, and the variant's Spark SQL parse (`rest`)."""
+    return CommonCase(read_common_case(source, envelope), _from_common_case(F.col(COMMON_CASE)), rest)
 
 
 def read_common_case(source: SourceConfig, envelope: bool) -> Column:

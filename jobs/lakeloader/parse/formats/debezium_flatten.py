@@ -12,13 +12,15 @@ from lakeloader.parse.formats.debezium import PAYLOAD, SCHEMA, common_case_event
 
 
 def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> DataFrame:
-    def parsed(lines: DataFrame) -> DataFrame:
-        frame = parse_json(lines, PAYLOAD)
-        return parse_event(frame, lines.columns, source, F.col("j"), F.lit(None).cast(SCHEMA), "")
+    return parsed_with_common_case(lines, reader(lines, source)) if common_case else _parsed(lines, source)
 
-    return parsed_with_common_case(lines, reader(lines, source) if common_case else None, parsed)
+
+def _parsed(lines: DataFrame, source: SourceConfig) -> DataFrame:
+    """The Spark SQL parse of a flattened event (the Debezium machinery, no schema)."""
+    frame = parse_json(lines, PAYLOAD)
+    return parse_event(frame, lines.columns, source, F.col("j"), F.lit(None).cast(SCHEMA), "")
 
 
 def reader(_lines: DataFrame, source: SourceConfig) -> CommonCase:
     """The events the JVM function reads where they are the common case (`debezium.common_case_events`)."""
-    return common_case_events(source, envelope=False)
+    return common_case_events(source, envelope=False, rest=lambda ls: _parsed(ls, source))

@@ -83,9 +83,7 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     column's type) is read by a JVM function in one pass (`read_common_case`); every other message, or every
     message without `common_case`, by the Spark SQL expressions of `_parsed`, the reference that function is held
     to (tests/spark/test_format_debezium_smt_common_case.py)."""
-    return parsed_with_common_case(
-        lines, reader(lines, source) if common_case else None, lambda ls: _parsed(ls, source)
-    )
+    return parsed_with_common_case(lines, reader(lines, source)) if common_case else _parsed(lines, source)
 
 
 def reader(lines: DataFrame, source: SourceConfig) -> CommonCase:
@@ -97,6 +95,7 @@ def reader(lines: DataFrame, source: SourceConfig) -> CommonCase:
     return CommonCase(
         _reading(source, {name: place[name] for name in found}),
         passed | {name: place[name] for name in ("db", "table", "seq")},
+        rest=lambda ls: _parsed(ls, source),
         shared={PLACE: F.struct(*found.values())},
     )
 

@@ -124,8 +124,9 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     """Messages (Base64 DTS Avro records) -> canonical change rows with `reject_reason`; the common case read by
     the JVM function unless not `common_case` (module docstring)."""
     resolutions = sampled_resolutions(lines)
-    common = _reader(lines, source, resolutions) if common_case else None
-    return parsed_with_common_case(lines, common, lambda ls: build(ls, source, resolutions))
+    if common_case:
+        return parsed_with_common_case(lines, _reader(lines, source, resolutions))
+    return build(lines, source, resolutions)
 
 
 def reader(lines: DataFrame, source: SourceConfig) -> CommonCase:

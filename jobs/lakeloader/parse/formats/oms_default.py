@@ -109,20 +109,24 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     of its column's type) is read by a JVM function in one pass (`read_common_case`); every other
     message, or every message without `common_case`, by the Spark SQL expressions of `build`, the reference that
     function is held to (tests/spark/test_format_oms_common_case.py)."""
-    converters = ob_types.SPARK_TYPED_CONVERTERS
+    return parsed_with_common_case(lines, reader(lines, source)) if common_case else _parsed(lines, source)
+
+
+def _parsed(lines: DataFrame, source: SourceConfig) -> DataFrame:
+    """The Spark SQL parse of Default messages: columns typed by the source's `column_types` (else strings)."""
 
     def declaration(names: Column) -> tuple[Column, dict[str, Converter]]:
         types = configured_types(source.column_types, F.col("db"), F.col("table"))
-        return declare_names(names, types, spark_typed), converters
+        return declare_names(names, types, spark_typed), ob_types.SPARK_TYPED_CONVERTERS
 
-    return parsed_with_common_case(
-        lines, reader(lines, source) if common_case else None, lambda ls: build(ls, declaration)
-    )
+    return build(lines, declaration)
 
 
 def reader(_lines: DataFrame, source: SourceConfig) -> CommonCase:
     """The JVM common-case reader (`read_common_case`) and this parser's output columns from its fields."""
-    return CommonCase(read_common_case(source), from_common_case(F.col(COMMON_CASE)))
+    return CommonCase(
+        read_common_case(source), from_common_case(F.col(COMMON_CASE)), rest=lambda ls: _parsed(ls, source)
+    )
 
 
 def read_common_case(source: SourceConfig, light_types: Mapping[str, Mapping[str, str]] | None = None) -> Column:

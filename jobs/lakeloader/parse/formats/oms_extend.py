@@ -42,16 +42,21 @@ def parse(lines: DataFrame, source: SourceConfig, common_case: bool = True) -> D
     case read by the JVM function unless not `common_case` (tests/spark/test_format_oms_common_case.py holds the
     two ways equal)."""
     resolutions = sampled_resolutions(lines)
+    if common_case:
+        return parsed_with_common_case(lines, _reader(source, resolutions))
+    return _parsed(lines, source, resolutions)
+
+
+def _parsed(lines: DataFrame, source: SourceConfig, resolutions: source_types.Resolutions) -> DataFrame:
+    """The Spark SQL parse of DefaultExtendColumnType messages: columns typed by their declarations, resolved by
+    the batch's `resolutions`."""
 
     def declaration(names: Column) -> tuple[Column, dict[str, Converter]]:
         types = declared_types(F.col("sent_after"), F.col("sent_before"))
         resolve = ob_types.table_resolver(resolutions, ob_types.is_oracle_tenant(F.col("db_type")))
         return declare_names(names, types, resolve), ob_types.CONVERTERS
 
-    def build(ls: DataFrame) -> DataFrame:
-        return oms_default.build(ls, declaration, (LIGHT_TYPE,), column_types=source.column_types)
-
-    return parsed_with_common_case(lines, _reader(source, resolutions) if common_case else None, build)
+    return oms_default.build(lines, declaration, (LIGHT_TYPE,), column_types=source.column_types)
 
 
 def reader(lines: DataFrame, source: SourceConfig) -> CommonCase:
@@ -61,7 +66,11 @@ def reader(lines: DataFrame, source: SourceConfig) -> CommonCase:
 
 
 def _reader(source: SourceConfig, resolutions: source_types.Resolutions) -> CommonCase:
-    return CommonCase(read_common_case(source, resolutions), oms_default.from_common_case(F.col(COMMON_CASE)))
+    return CommonCase(
+        read_common_case(source, resolutions),
+        oms_default.from_common_case(F.col(COMMON_CASE)),
+        rest=lambda ls: _parsed(ls, source, resolutions),
+    )
 
 
 def read_common_case(source: SourceConfig, resolutions: source_types.Resolutions) -> Column:

@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import lakeloader.jvm.CommonCase.NotCommon;
@@ -38,12 +39,19 @@ final class ConfiguredImages {
     /** common.TYPE_FAMILY, as Spark finds it. */
     private static final Pattern FAMILY = Pattern.compile("^([a-z_]+)");
 
-    private static final Pattern INTEGER = Pattern.compile("-?[0-9]{1,19}");
-
     /** A number in plain notation, as common.checked_decimal reads it without an exponent. */
     static final Pattern PLAIN_NUMBER = Pattern.compile("-?[0-9]{1,38}(\\.[0-9]{1,38})?");
 
     private static final Pattern DECIMAL = Pattern.compile("decimal\\(([0-9]{1,2}),([0-9]{1,2})\\)");
+
+    /**
+     * A configured Spark type as a value is checked against it: its family ("" for one not listed in FAMILIES),
+     * an integer family's range, a decimal(p,s)'s precision and scale (-1: not of that form).
+     */
+    private record Family(String name, long[] range, int precision, int scale) {}
+
+    /** Each configured type read once (every value of its columns is checked against it). */
+    private static final Map<String, Family> FAMILY_OF = new ConcurrentHashMap<>();
 
     private ConfiguredImages() {}
 
@@ -102,17 +110,27 @@ final class ConfiguredImages {
         if (type == null) {
             return true; // a string column
         }
-        Matcher family = FAMILY.matcher(type);
-        if (!family.find() || !FAMILIES.containsKey(family.group(1))) {
-            return false;
-        }
-        long[] range = FAMILIES.get(family.group(1));
-        return switch (family.group(1)) {
+        Family family = familyOf(type);
+        return switch (family.name()) {
             case "string" -> true;
             case "double", "float" -> kind.equals("int") || kind.equals("float");
-            case "decimal" -> fitsDecimal(type, text);
-            default -> (kind.equals("int") || kind.equals("string")) && inRange(text, range);
+            case "decimal" -> fitsDecimal(family, text);
+            case "" -> false;
+            default -> (kind.equals("int") || kind.equals("string")) && inRange(text, family.range());
         };
+    }
+
+    private static Family familyOf(String type) {
+        return FAMILY_OF.computeIfAbsent(type, ConfiguredImages::readFamily);
+    }
+
+    private static Family readFamily(String type) {
+        Matcher family = FAMILY.matcher(type);
+        String name = family.find() && FAMILIES.containsKey(family.group(1)) ? family.group(1) : "";
+        Matcher decimal = DECIMAL.matcher(type);
+        return decimal.matches()
+                ? new Family(name, null, Integer.parseInt(decimal.group(1)), Integer.parseInt(decimal.group(2)))
+                : new Family(name, FAMILIES.get(name), -1, -1);
     }
 
     /** Whether an integer Spark type (tinyint, smallint, int, bigint) keeps the text: an integer in its range. */
@@ -123,9 +141,12 @@ final class ConfiguredImages {
 
     /** Whether a decimal(p,s) Spark type keeps the text: a plain number that fits it (`decimalFits`). */
     static boolean fitsDecimal(String type, String text) {
-        Matcher decimal = DECIMAL.matcher(type);
-        return decimal.matches() && PLAIN_NUMBER.matcher(text).matches()
-                && decimalFits(text, Integer.parseInt(decimal.group(1)), Integer.parseInt(decimal.group(2)));
+        return fitsDecimal(familyOf(type), text);
+    }
+
+    private static boolean fitsDecimal(Family decimal, String text) {
+        return decimal.precision() >= 0 && PLAIN_NUMBER.matcher(text).matches()
+                && decimalFits(text, decimal.precision(), decimal.scale());
     }
 
     /**
@@ -154,9 +175,17 @@ final class ConfiguredImages {
         return integerDigits <= precision - scale && fractionDigits <= scale;
     }
 
+    /** Whether the text is an integer (-?[0-9]{1,19}) in the range. */
     private static boolean inRange(String text, long[] range) {
-        if (!INTEGER.matcher(text).matches()) {
+        int start = text.startsWith("-") ? 1 : 0;
+        int digits = text.length() - start;
+        if (digits < 1 || digits > 19) {
             return false;
+        }
+        for (int i = start; i < text.length(); i++) {
+            if (text.charAt(i) < '0' || text.charAt(i) > '9') {
+                return false;
+            }
         }
         try {
             long value = Long.parseLong(text);
