@@ -165,8 +165,9 @@ def test_the_jvm_common_case_gives_the_rows_the_spark_sql_parser_gives(spark, tm
 
     assert_same_rows(with_jvm, spark_sql, lines)
     # the comparison means something: the function took many messages (fewer where the configured types are
-    # ones it leaves to Spark SQL), and the rest were of every outcome
-    assert taken > 200
+    # ones it leaves to Spark SQL, and none naming a column a table cannot store, as Mixed does), and the rest
+    # were of every outcome
+    assert taken > 150
     reasons = {r["reject_reason"] for r in spark_sql if r["reject_reason"]}
     assert len(reasons) > 8
     assert {r["kind"] for r in spark_sql} >= {"data", "ddl", "heartbeat"}

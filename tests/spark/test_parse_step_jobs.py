@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import json
 
-from format_support import HOUR, source_for, write_export_file
+import pytest
+from format_support import HOUR, source_for, write_export, write_export_file
 from test_format_dts_avro import BLOB, LONG, VARCHAR, chars, integer, line, record, text
 
 from lakeloader.core import zones
+from lakeloader.core.config import SUPPORTED_FORMATS
 from lakeloader.core.format_registry import reader
 from lakeloader.core.storage import open_store
 from lakeloader.land.step import land_hour, raw_files, read_manifest
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats.common import UNPARSED
-from lakeloader.parse.framing import read_messages
+from lakeloader.parse.framing import CASE_TWINS, RESERVED_COLUMNS, read_messages
 from lakeloader.parse.step import BRONZE, DESTINATION, QUARANTINED, classify, run_parse, staged_rows
 from tools.cdcgen import layouts, wire
 
@@ -98,3 +100,33 @@ def test_dts_avro_s_second_job_types_a_column_from_a_record_the_first_job_took(s
         ("note", "string"),
     ]
     assert (second["op"], second["before"]) == ("UPDATE", {"id": "2", "tag": None, "note": "b"})
+
+
+_RESERVED = wire.Table("reserved", ("id",), (("id", wire.BIGINT), ("_CDC_op", wire.TEXT)))
+_TWINS = wire.Table("twins", ("id",), (("id", wire.BIGINT), ("Name", wire.TEXT), ("name", wire.TEXT)))
+_NAMED = {
+    wire.ITEMS: {"id": 1, "name": "a", "qty": 1},
+    _RESERVED: {"id": 2, "_CDC_op": "x"},
+    _TWINS: {"id": 3, "Name": "b", "name": "c"},
+}
+
+
+@pytest.mark.parametrize("fmt", [f for f in SUPPORTED_FORMATS if f != "auto"])
+def test_a_reader_leaves_columns_a_table_cannot_store_to_the_second_job_which_quarantines_them(spark, tmp_path, fmt):
+    """The first job checks no column names (lakeloader.parse.framing.framed's `columns_checked`): every JVM reader
+    refuses a message naming a column with the loader's prefix, or two differing only by case."""
+    source = source_for(fmt, tmp_path, **wire.settings(fmt, tuple(_NAMED)))
+    for seq, (table, values) in enumerate(_NAMED.items(), start=1):
+        lines = wire.WRITERS[fmt](wire.Change(table, wire.INSERT, seq, None, values))
+        write_export(source, f"{table.name}-topic/part-0.json", lines)
+    land_hour(source, HOUR)
+    lake = open_store(source.lake_root)
+    messages = read_messages(spark, raw_files(lake, read_manifest(lake, source.name, HOUR)), source, "2026-11-21T05")
+    common = reader(source.format)(messages, source)
+    taken = messages.withColumns(dict(common.shared)).where(common.reading.isNotNull())
+
+    report = run_parse(spark, source, HOUR)
+
+    assert [r["origin_file"] for r in taken.select("origin_file").collect()] == ["items-topic/part-0.json"]
+    assert report["outcomes"]["data"] == 1
+    assert report["quarantine_reasons"] == {RESERVED_COLUMNS + "_CDC_op": 1, CASE_TWINS + "Name, name": 1}

@@ -46,10 +46,11 @@ def classify(messages: DataFrame, source: SourceConfig, common_case: bool = True
     return classified(registry.parser(source.format)(messages, source, common_case), source)
 
 
-def classified(parsed: DataFrame, source: SourceConfig) -> DataFrame:
-    """A parser's rows with the framing applied and `outcome` (`classify`); a message a common-case reader did not
-    take (UNPARSED, `common_case_rows`) has the outcome UNPARSED."""
-    parsed = framed(parsed)
+def classified(parsed: DataFrame, source: SourceConfig, columns_checked: bool = False) -> DataFrame:
+    """A parser's rows with the framing applied (`columns_checked`: rows of a JVM common-case reader, which takes no
+    message whose column names framing would quarantine; `framing.framed`) and `outcome` (`classify`); a message a
+    common-case reader did not take (UNPARSED, `common_case_rows`) has the outcome UNPARSED."""
+    parsed = framed(parsed, columns_checked)
     if source.lower_case_table_names:  # one table, however a message spells its name
         parsed = parsed.withColumns({"db": F.lower("db"), "table": F.lower("table")})
     tables = [source.table_name(name) for name in source.tables or ()]
@@ -176,7 +177,7 @@ def first_job_rows(messages: DataFrame, source: SourceConfig, common: CommonCase
     the messages it did not take left UNPARSED; without, every message parsed."""
     if common is None:
         return staged_rows(classify(messages, source))
-    return staged_rows(classified(common_case_rows(messages, common), source))
+    return staged_rows(classified(common_case_rows(messages, common), source, columns_checked=True))
 
 
 def _write_staged(rows: DataFrame, lake: Store, scratch: str, mode: str) -> None:

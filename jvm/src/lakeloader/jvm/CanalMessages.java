@@ -153,6 +153,7 @@ public final class CanalMessages implements UDF2<String, String, Row> {
         }
         String[] key = m.primaryKey == null || m.primaryKey.isEmpty() ? null : m.primaryKey.toArray(new String[0]);
         ConfiguredImages.requireKey(key, after != null ? after : before);
+        CommonCase.requireStorableNames(names, before, after);
         return RowFactory.create(m.op, op, m.db, m.table, m.es, m.id, before, after, key, names,
                 ConfiguredImages.columnTypes(names, types));
     }

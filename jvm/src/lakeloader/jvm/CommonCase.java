@@ -8,8 +8,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -251,6 +254,53 @@ final class CommonCase {
             default -> throw NotCommon.INSTANCE;
         };
         return new String[] {name, v == JsonToken.VALUE_NULL ? null : p.getText(), kind};
+    }
+
+    /** lakeloader.parse.framing.RESERVED_PREFIX: the loader's metadata columns' prefix, in lower case. */
+    static final String RESERVED_PREFIX = "_cdc_";
+
+    /**
+     * A row's column names (declared, and its images') must be ones a table stores, as
+     * lakeloader.parse.framing.name_problem decides: none with the loader's reserved prefix in any case, no two that
+     * differ only by case (lower case as Spark's {@code lower} makes it: {@code toLowerCase(Locale.ROOT)}). A
+     * message naming others is the Spark SQL parser's, and framing quarantines it; so the parse step's first job
+     * checks no column names of the rows a reader took (tests/spark/test_parse_step_jobs.py).
+     */
+    static void requireStorableNames(String[] declared, Map<String, String> before, Map<String, String> after)
+            throws NotCommon {
+        List<Collection<String>> groups = new ArrayList<>(3);
+        groups.add(Arrays.asList(declared));
+        if (before != null) {
+            groups.add(before.keySet());
+        }
+        if (after != null) {
+            groups.add(after.keySet());
+        }
+        boolean cased = false;
+        for (Collection<String> names : groups) {
+            for (String name : names) {
+                if (name == null) {
+                    throw NotCommon.INSTANCE;
+                }
+                String lower = name.toLowerCase(Locale.ROOT);
+                if (lower.startsWith(RESERVED_PREFIX)) {
+                    throw NotCommon.INSTANCE;
+                }
+                cased |= !lower.equals(name);
+            }
+        }
+        if (!cased) {
+            return; // of two names differing only by case, one is not its own lower case
+        }
+        Map<String, String> byLowerCase = new HashMap<>();
+        for (Collection<String> names : groups) {
+            for (String name : names) {
+                String other = byLowerCase.putIfAbsent(name.toLowerCase(Locale.ROOT), name);
+                if (other != null && !other.equals(name)) {
+                    throw NotCommon.INSTANCE;
+                }
+            }
+        }
     }
 
     /** Whether the text is epoch milliseconds (`^-?[0-9]+$`) that common.timestamp_of_millis reads as a time. */

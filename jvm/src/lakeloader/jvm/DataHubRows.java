@@ -111,6 +111,7 @@ public final class DataHubRows implements UDF2<String, String, Row> {
         ConfiguredImages.requireKey(key, values);
         String[] names = values.keySet().toArray(new String[0]);
         boolean before = settings.beforeOps().contains(op);
+        CommonCase.requireStorableNames(names, values, null);
         return RowFactory.create(meta[OPERATION], op, settings.db(), meta[TABLE], sequence, executeTime,
                 before ? values : null, before ? null : values, key, names, ConfiguredImages.columnTypes(names, types));
     }

@@ -161,6 +161,7 @@ public final class DataWorks2Messages implements UDF2<String, String, Row> {
         Map<String, String> after = aligned(ConfiguredImages.canonical(m.after, types), names);
         String[] key = m.primaryKey == null || m.primaryKey.isEmpty() ? null : m.primaryKey.toArray(new String[0]);
         ConfiguredImages.requireKey(key, after != null ? after : before);
+        CommonCase.requireStorableNames(names, before, after);
         return RowFactory.create(m.op, op, m.db, m.schemaName, m.table, m.eventTime, m.scn, before, after, key, names,
                 ConfiguredImages.columnTypes(names, types));
     }

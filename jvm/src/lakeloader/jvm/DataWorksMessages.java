@@ -220,6 +220,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
             names[i] = declared.get(i).name();
             types[i] = declared.get(i).type();
         }
+        CommonCase.requireStorableNames(names, before, after);
         return RowFactory.create(
                 m.op, op, m.db, m.schemaName, m.table, m.sequence, m.eventTime, before, after, key, names, types);
     }

@@ -257,6 +257,7 @@ public final class DebeziumEvents implements UDF2<String, String, Row> {
         if (e.declared != null && !e.declared.isEmpty() && !names(e.declared).equals(List.of(names))) {
             throw NotCommon.INSTANCE; // an image the declarations do not name in order: the parser looks them up
         }
+        CommonCase.requireStorableNames(names, before, after);
         return RowFactory.create(e.op, op, e.db, e.table, e.sourceTime, e.time, e.position, before, after, key, names,
                 ConfiguredImages.columnTypes(names, types));
     }

@@ -88,6 +88,7 @@ public final class DebeziumSmtRows implements UDF3<String, String, String, Row> 
         ConfiguredImages.requireKey(key, values);
         String[] names = values.keySet().toArray(new String[0]);
         boolean before = settings.beforeOps().contains(op);
+        CommonCase.requireStorableNames(names, values, null);
         return RowFactory.create(rawOp, op, before ? values : null, before ? null : values, key, names,
                 ConfiguredImages.columnTypes(names, types));
     }

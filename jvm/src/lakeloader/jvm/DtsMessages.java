@@ -158,6 +158,7 @@ public final class DtsMessages implements UDF2<String, String, Row> {
         Map<String, String> afterImage = image(after, names, types, settings.utc());
         String[] key = settings.primaryKeys().get(db + "." + table);
         ConfiguredImages.requireKey(key, afterImage != null ? afterImage : beforeImage);
+        CommonCase.requireStorableNames(names, beforeImage, afterImage);
         return RowFactory.create(operation, op, db, table, record.getString(ID), record.getString(SOURCE_TIMESTAMP),
                 beforeImage, afterImage, key, names, types, declarations);
     }

@@ -168,6 +168,7 @@ public final class OmsMessages implements UDF2<String, String, Row> {
         String[] key = primaryKey(m.primaryKey, settings.keySeparator());
         ConfiguredImages.requireKey(key, keyed);
         String[] names = keyed.keySet().toArray(new String[0]);
+        CommonCase.requireStorableNames(names, before, after);
         return RowFactory.create(m.op, op, m.db, m.table, m.timestamp, m.checkpoint, m.storeSequence, before, after,
                 key, names, ConfiguredImages.columnTypes(names, types));
     }

@@ -130,6 +130,7 @@ public final class SharePlexMessages implements UDF2<String, String, Row> {
         ConfiguredImages.requireKey(key, keyed);
         String[] names = keyed.keySet().toArray(new String[0]);
         boolean partial = op.equals("UPDATE") || op.equals("UPDATE_AFTER");
+        CommonCase.requireStorableNames(names, before, after);
         return RowFactory.create(m.op, op, db, table, m.scn, m.seq, m.time, before, after, partial, key, names,
                 ConfiguredImages.columnTypes(names, types));
     }
