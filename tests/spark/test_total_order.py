@@ -129,8 +129,9 @@ def test_oms_debezium_pos_orders_changes_of_one_millisecond_by_its_binlog_offset
 
 
 def test_the_typed_sort_key_orders_changes_exactly_as_their_position_text(spark):
-    """key_actions sorts by `position_order` and writes `position`: both must order any two changes alike, for
-    each exporter's order (offset, sequence, file) and file names that are prefixes of each other or not ASCII."""
+    """key_actions sorts by the `position_order` columns and writes `position`: both must order any two changes
+    alike, for each exporter's order (offset, sequence, file) and file names that are prefixes of each other or not
+    ASCII."""
     import random
 
     from pyspark.sql import functions as F
@@ -157,11 +158,10 @@ def test_the_typed_sort_key_orders_changes_exactly_as_their_position_text(spark)
         "origin_line long, origin_index int",
     ).withColumn("id", F.monotonically_increasing_id())
     by_sequence = F.col("by_sequence")
-    keyed = frame.select(
-        "id", position(F.col("rank"), by_sequence).alias("text"), position_order(F.col("rank"), by_sequence).alias("o")
-    )
+    order = [c.alias(f"o{i}") for i, c in enumerate(position_order(F.col("rank"), by_sequence))]
+    keyed = frame.select("id", position(F.col("rank"), by_sequence).alias("text"), *order)
     by_text = [(r["text"], r["id"]) for r in keyed.orderBy("text", "id").collect()]
-    by_order = [(r["text"], r["id"]) for r in keyed.orderBy("o", "id").collect()]
+    by_order = [(r["text"], r["id"]) for r in keyed.orderBy(*[f"o{i}" for i in range(len(order))], "id").collect()]
     # the same sequence of texts: o never ties two different texts, nor orders them otherwise
     assert [t for t, _ in by_order] == [t for t, _ in by_text]
     assert len({t for t, _ in by_text}) > 300

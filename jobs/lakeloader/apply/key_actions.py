@@ -67,21 +67,23 @@ def _exporter(by_sequence: Column) -> Column:
     return F.when(F.col("origin_offset").isNotNull(), F.lit("o")).when(by_sequence, F.lit("s")).otherwise(F.lit("f"))
 
 
-def position_order(rank: Column, by_sequence: Column) -> Column:
-    """A struct that sorts exactly as `position(rank, by_sequence)` does, from the typed fields instead of their
-    text: sorting by it spares building the text of every change (only the kept ones get theirs). The fields an
-    exporter's order does not use are null for every change of that order, so they never decide."""
+def position_order(rank: Column, by_sequence: Column) -> list[Column]:
+    """Columns that, compared in turn, sort exactly as `position(rank, by_sequence)` does, from the typed fields
+    instead of their text: sorting by them spares building the text of every change (only the kept ones get
+    theirs). The fields an exporter's order does not use are null for every change of that order, so they never
+    decide. (Separate columns rather than one struct of them: a struct is built for every change and carried
+    through the window's shuffle and sort beside the fields it copies.)"""
     exporter = _exporter(by_sequence)
     by_file = exporter == "f"
-    return F.struct(
-        rank.alias("rank"),
-        exporter.alias("exporter"),
-        F.col("origin_offset").alias("offset"),
-        F.when(by_file, F.col("batch_hour")).alias("hour"),
-        F.when(by_file, F.col("origin_file")).alias("file"),
-        F.when(by_file, F.col("origin_line")).alias("line"),
-        F.col("origin_index").alias("index"),
-    )
+    return [
+        rank,
+        exporter,
+        F.col("origin_offset"),
+        F.when(by_file, F.col("batch_hour")),
+        F.when(by_file, F.col("origin_file")),
+        F.when(by_file, F.col("origin_line")),
+        F.col("origin_index"),
+    ]
 
 
 def message_identity(fmt: str) -> Column:
@@ -290,7 +292,7 @@ def key_actions(data: DataFrame, shapes: list[TableShape], fmt: str) -> DataFram
     # the newest action first; copies of one message tie in that order: the first delivered is the one kept,
     # whatever order Spark reads them in
     by_sequence = identified_by_sequence(fmt)
-    newer = [F.col(c) for c in ("seq", "seq2")] + [position_order(F.col("rank"), by_sequence)]
+    newer = [F.col("seq"), F.col("seq2"), *position_order(F.col("rank"), by_sequence)]
     delivered = [F.col(c) for c in ("batch_hour", "origin_file", "origin_line")]
     if may_send_partial_images(fmt):
         deciding = _folded(actions, newer, delivered)
