@@ -130,3 +130,25 @@ def test_a_reader_leaves_columns_a_table_cannot_store_to_the_second_job_which_qu
     assert [r["origin_file"] for r in taken.select("origin_file").collect()] == ["items-topic/part-0.json"]
     assert report["outcomes"]["data"] == 1
     assert report["quarantine_reasons"] == {RESERVED_COLUMNS + "_CDC_op": 1, CASE_TWINS + "Name, name": 1}
+
+
+def test_an_hour_read_in_chunks_even_over_the_cores_keeps_every_line_with_its_number(spark, tmp_path):
+    """An hour larger than a chunk per core is read in equal chunks (`splits_even_over_cores`): every message lands
+    once, numbered by its line, and the session's chunk size is as it was."""
+    changes = wire.keyed_stream(wire.ITEMS, 400)[0]
+    lines = [line for change in changes for line in wire.canal_json(change)]
+    source = source_for("canal_json", tmp_path)
+    write_export(source, "orders/part-0.json", lines)
+    land_hour(source, HOUR)
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "8192")  # the hour is ten times that or more
+    try:
+        report = run_parse(spark, source, HOUR)
+        assert spark.conf.get("spark.sql.files.maxPartitionBytes") == "8192"
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    bronze = spark.read.parquet(str(tmp_path / "lake" / zones.bronze_changes_dir(source.name, HOUR))).collect()
+    assert sum(len(line) + 1 for line in lines) > 10 * 8192
+    assert sorted(r["origin_line"] for r in bronze) == list(range(1, len(lines) + 1))
+    sent = [json.loads(line)["data"][0]["name"] for line in lines]
+    assert all(sent[r["origin_line"] - 1] == (r["after"] or r["before"])["name"] for r in bronze)
+    assert report["outcomes"]["data"] == len(lines) and report["lines"] == len(lines)

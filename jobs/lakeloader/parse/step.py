@@ -33,6 +33,7 @@ from lakeloader.parse.formats.common import (
     common_case_rows,
 )
 from lakeloader.parse.framing import LINE_KEYS, framed, read_messages
+from lakeloader.spark import splits_even_over_cores
 
 OUTCOME = "outcome"
 EXCLUDED, QUARANTINED = "excluded", "quarantined"
@@ -148,7 +149,8 @@ def run_parse(spark: SparkSession, source: SourceConfig, hour: datetime, lake: S
     try:
         common = _common_case(messages, source)
         rows = first_job_rows(messages, source, common)
-        _write_staged(rows, lake, scratch, "overwrite")
+        with splits_even_over_cores(spark, (entry.size for entry in manifest)):
+            _write_staged(rows, lake, scratch, "overwrite")
         if common is not None:
             _parse_unparsed(spark, source, common, lake, scratch, rows.schema)
         staged = spark.read.schema(rows.schema).parquet(spark_path(lake.child(scratch)))
