@@ -288,7 +288,7 @@ def splits_even_over_cores(spark: SparkSession, sizes: Iterable[int]) -> Iterato
     spark.sql.files.maxPartitionBytes. Spark cuts such reads into chunks of that size and a remainder: 333 MiB on two
     cores read as 128 + 128 + 77 MiB, two rounds of tasks of which the second keeps one core idle, where four
     chunks of 83 take the same two rounds at two thirds of the length (a million DataHub messages: the parse
-    11.4-12.3 s -> 9.9-10.2). Smaller reads are left to Spark, which splits them about evenly over the cores itself
+    11.4-12.3 s -> 9.9-10.5). Smaller reads are left to Spark, which splits them about evenly over the cores itself
     (or, a few MiB, into chunks of spark.sql.files.openCostInBytes). The setting is the session's for the block:
     the reads must be planned (their action run) within it."""
     conf = spark._jsparkSession.sessionState().conf()
