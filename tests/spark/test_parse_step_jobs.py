@@ -20,6 +20,7 @@ from lakeloader.parse import canonical as C
 from lakeloader.parse.formats.common import UNPARSED
 from lakeloader.parse.framing import CASE_TWINS, RESERVED_COLUMNS, read_messages
 from lakeloader.parse.step import BRONZE, DESTINATION, QUARANTINED, classify, run_parse, staged_rows
+from lakeloader.spark import MAX_PARTITION_BYTES
 from tools.cdcgen import layouts, wire
 
 _CHANGES = [*wire.keyed_stream(wire.ITEMS, 6)[0], wire.Change(wire.ITEMS, wire.TRUNCATE, 7)]
@@ -140,12 +141,12 @@ def test_an_hour_read_in_chunks_even_over_the_cores_keeps_every_line_with_its_nu
     source = source_for("canal_json", tmp_path)
     write_export(source, "orders/part-0.json", lines)
     land_hour(source, HOUR)
-    spark.conf.set("spark.sql.files.maxPartitionBytes", "8192")  # the hour is ten times that or more
+    spark.conf.set(MAX_PARTITION_BYTES, "8192")  # the hour is ten times that or more
     try:
         report = run_parse(spark, source, HOUR)
-        assert spark.conf.get("spark.sql.files.maxPartitionBytes") == "8192"
+        assert spark.conf.get(MAX_PARTITION_BYTES) == "8192"
     finally:
-        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+        spark.conf.unset(MAX_PARTITION_BYTES)
     bronze = spark.read.parquet(str(tmp_path / "lake" / zones.bronze_changes_dir(source.name, HOUR))).collect()
     assert sum(len(line) + 1 for line in lines) > 10 * 8192
     assert sorted(r["origin_line"] for r in bronze) == list(range(1, len(lines) + 1))

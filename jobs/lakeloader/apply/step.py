@@ -108,14 +108,16 @@ def typed_change_set(
     the staging columns the writer needs (action, rank, partial, present columns). A column of `as_text` keeps
     its canonical text (checked against its type all the same)."""
 
+    texts = {name: f"_text_{i}" for i, (name, _) in enumerate(shape.columns)}
+
     def typed(name: str, spark_type: str) -> Column:
-        text = F.element_at("image", F.lit(name))
+        text = F.col(texts[name])
         return F.unbase64(text) if spark_type == "binary" else text.try_cast(spark_type)
 
     def unfit(name: str, spark_type: str) -> Column:
         """The column's name when its text is not a value of the segment's type (declared by an earlier
         message of the batch, `key_actions.batch_tables`), so the change is rejected rather than loaded as NULL."""
-        return F.when(F.element_at("image", F.lit(name)).isNotNull() & typed(name, spark_type).isNull(), F.lit(name))
+        return F.when(F.col(texts[name]).isNotNull() & typed(name, spark_type).isNull(), F.lit(name))
 
     selected = (F.col("db") == shape.db) & (F.col("table") == shape.table) & (F.col("segment") == shape.segment)
     unfits = [unfit(n, t) for n, t in shape.columns]
@@ -125,9 +127,13 @@ def typed_change_set(
     )
 
     def value(name: str, spark_type: str) -> Column:
-        return F.element_at("image", F.lit(name)) if name in as_text else typed(name, spark_type)
+        return F.col(texts[name]) if name in as_text else typed(name, spark_type)
 
-    return actions.where(selected).select(
+    # each column's text looked up in the image once (a map lookup scans the keys), then typed and checked
+    looked_up = actions.where(selected).select(
+        "*", *[F.element_at("image", F.lit(name)).alias(text) for name, text in texts.items()]
+    )
+    return looked_up.select(
         *[value(name, spark_type).alias(name) for name, spark_type in shape.columns],
         F.col("seq").alias(E.SEQ),
         F.col("seq2").alias(E.SEQ2),
