@@ -107,8 +107,8 @@ DATAWORKS_COMMON_CASE = T.StructType(
 OMS_MESSAGE = "lakeloader_oms_message"
 OMS_COMMON_CASE = T.StructType(
     [
-        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table", "timestamp", "checkpoint")],
-        T.StructField("store_sequence", _S),
+        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table")],
+        *[T.StructField(name, T.LongType()) for name in ("seq", "seq2", "event_micros")],
         *[T.StructField(name, _IMAGE) for name in ("before", "after")],
         *[T.StructField(name, _STRINGS) for name in ("primary_key", "names", "types")],
     ]
@@ -141,7 +141,8 @@ CANAL_COMMON_CASE = T.StructType(
 DATAHUB_ROW = "lakeloader_datahub_row"
 DATAHUB_COMMON_CASE = T.StructType(
     [
-        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table", "seq", "execute_time")],
+        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table")],
+        *[T.StructField(name, T.LongType()) for name in ("seq", "execute_millis")],
         *[T.StructField(name, _IMAGE) for name in ("before", "after")],
         *[T.StructField(name, _STRINGS) for name in ("primary_key", "names", "types")],
     ]

@@ -124,11 +124,11 @@ def read_common_case(source: SourceConfig) -> Column:
 
 
 def _from_common_case(common: Column) -> dict[str, Column]:
-    """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
-    passes a field on as sent (the sequence id, the execute time)."""
+    """The parser's output columns from the JVM function's fields, which read the sequence id and the execute
+    time's milliseconds as `integer_text` and `_execute_time` would."""
     return common_case_columns(common, ("raw_op", "op", "db", "table", "before", "after", "primary_key")) | {
-        "seq": integer_text(common["seq"]),
-        "event_time": _execute_time(common["execute_time"]),
+        "seq": common["seq"].cast(C.SEQ_TYPE),
+        "event_time": timestamp_of_millis(common["execute_millis"]),
     }
 
 

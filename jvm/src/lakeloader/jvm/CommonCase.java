@@ -337,6 +337,32 @@ final class CommonCase {
         return true;
     }
 
+    /**
+     * common.integer_text of a sequence in its plainest spelling, -?[0-9]{1,18} between spaces (which Spark's `trim`
+     * removes): a long. Anything else (other white space, more digits) is not the common case.
+     */
+    static long plainLong(String text) throws NotCommon {
+        int start = 0;
+        int end = text.length();
+        while (start < end && text.charAt(start) == ' ') {
+            start++;
+        }
+        while (end > start && text.charAt(end - 1) == ' ') {
+            end--;
+        }
+        int first = start < end && text.charAt(start) == '-' ? start + 1 : start;
+        if (end - first < 1 || end - first > 18) {
+            throw NotCommon.INSTANCE;
+        }
+        for (int i = first; i < end; i++) {
+            char c = text.charAt(i);
+            if (c < '0' || c > '9') {
+                throw NotCommon.INSTANCE;
+            }
+        }
+        return Long.parseLong(text, start, end, 10);
+    }
+
     private static boolean isSpace(char c) {
         return c == ' ' || c == '\t' || c == '\n' || c == '\u000B' || c == '\f' || c == '\r';
     }

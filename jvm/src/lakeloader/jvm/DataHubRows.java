@@ -24,14 +24,15 @@ import org.apache.spark.sql.api.java.UDF2;
  * it.
  *
  * <p>The result (lakeloader.spark's DATAHUB_COMMON_CASE) holds the row's fields as that parser would produce them:
- * the op as sent and canonical, the configured database and the table, the sequence id and the execute time as
- * sent (the parser's own expressions read them), the image (before or after, by the op) as canonical text, the
- * configured key and the columns with their Spark types. A row is taken only when every check of that parser
- * passes and every value's canonical text is itself (ConfiguredImages). Anything else (flags that do not fit the
- * op, a missing table, a sequence id that is no number, an execute time that is not epoch milliseconds, a boolean
- * or a structure among the values, a key column missing or NULL, a repeated name, a configured type of another
- * family) returns NULL, so this class never decides a rejection. tests/spark/test_format_datahub_common_case.py
- * holds its rows equal to the Spark SQL parser's.
+ * the op as sent and canonical, the configured database and the table, the sequence id and the execute time's epoch
+ * milliseconds as numbers (read here once; the parser's expressions match each row's texts with regular
+ * expressions), the image (before or after, by the op) as canonical text, the configured key and the columns with
+ * their Spark types. A row is taken only when every check of that parser passes and every value's canonical text is
+ * itself (ConfiguredImages). Anything else (flags that do not fit the op, a missing table, a sequence id that is not
+ * a number of at most 18 digits plainly spelt (CommonCase.plainLong), an execute time that is not epoch
+ * milliseconds, a boolean or a structure among the values, a key column missing or NULL, a repeated name, a
+ * configured type of another family) returns NULL, so this class never decides a rejection.
+ * tests/spark/test_format_datahub_common_case.py holds its rows equal to the Spark SQL parser's.
  *
  * <p>The second argument is the parser's settings as JSON: {"column_types": {"db.table": {"column": "spark type"}},
  * "primary_keys": {"db.table": [column]} (the source's), "db" (the source's database), "metadata": [the metadata
@@ -98,12 +99,13 @@ public final class DataHubRows implements UDF2<String, String, Row> {
             meta[i] = entry == null ? null : entry[1];
         }
         String op = canonicalOp(meta, settings.rowOps());
-        String sequence = meta[SEQUENCE];
         String executeTime = meta[EXECUTE_TIME];
-        if (settings.db() == null || meta[TABLE] == null || sequence == null || !CommonCase.isSequence(sequence)
+        if (settings.db() == null || meta[TABLE] == null || meta[SEQUENCE] == null
                 || (executeTime != null && !CommonCase.isMillis(executeTime))) { // a text time is the parser's to read
             throw NotCommon.INSTANCE;
         }
+        long sequence = CommonCase.plainLong(meta[SEQUENCE]);
+        Long executeMillis = executeTime == null ? null : Long.parseLong(executeTime);
         String table = settings.db() + "." + meta[TABLE];
         Map<String, String> types = settings.columnTypes().getOrDefault(table, Map.of());
         Map<String, String> values = ConfiguredImages.canonical(image, types);
@@ -112,7 +114,7 @@ public final class DataHubRows implements UDF2<String, String, Row> {
         String[] names = values.keySet().toArray(new String[0]);
         boolean before = settings.beforeOps().contains(op);
         CommonCase.requireStorableNames(names, values, null);
-        return RowFactory.create(meta[OPERATION], op, settings.db(), meta[TABLE], sequence, executeTime,
+        return RowFactory.create(meta[OPERATION], op, settings.db(), meta[TABLE], sequence, executeMillis,
                 before ? values : null, before ? null : values, key, names, ConfiguredImages.columnTypes(names, types));
     }
 

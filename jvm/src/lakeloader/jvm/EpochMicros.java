@@ -23,9 +23,11 @@ public final class EpochMicros implements UDF2<String, Integer, Long> {
 
     @Override
     public Long call(String text, Integer fractionDigits) {
-        if (text == null || fractionDigits == null) {
-            return null;
-        }
+        return text == null || fractionDigits == null ? null : micros(text, fractionDigits);
+    }
+
+    /** The microseconds of epoch text (`call`); a JVM reader that has the text calls it directly. */
+    static Long micros(String text, int fractionDigits) {
         Matcher m = EPOCH.matcher(text);
         if (!m.find()) {
             return null;

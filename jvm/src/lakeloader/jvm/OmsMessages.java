@@ -29,11 +29,13 @@ import org.apache.spark.sql.api.java.UDF2;
  * stays the reference for every message.
  *
  * <p>The result (lakeloader.spark's OMS_COMMON_CASE) holds the message's fields as that parser would produce them:
- * the op as sent and canonical, the names, the timestamp, checkpoint and storeDataSequence as sent (the parser's
- * own expressions read them), the images as canonical text (a string column's value is its text, a number's the
- * digits it was sent with), the key and the columns with their Spark types. A message is taken only when every
- * check of that parser passes and every value's canonical text is itself (ConfiguredImages). Anything else (DDL,
- * heartbeats, a missing image, a key column missing or NULL, a time or sequence that is no number, a boolean or a
+ * the op as sent and canonical, the names, the sequence (the time's whole seconds, 0 without a time), the second
+ * sequence (storeDataSequence, 0 without one) and the time in epoch microseconds (EpochMicros), read here rather
+ * than by the parser's regular expressions over each row's texts, the images as canonical
+ * text (a string column's value is its text, a number's the digits it was sent with), the key and the columns with
+ * their Spark types. A message is taken only when every check of that parser passes and every value's canonical
+ * text is itself (ConfiguredImages). Anything else (DDL, heartbeats, a missing image, a key column missing or NULL,
+ * a time or sequence that is no number or not in its plainest spelling of at most 18 digits, a boolean or a
  * structure among the values, a repeated name, a configured type of another family) returns NULL, so this class
  * never decides a rejection. The names the framing refuses are its to check, as for every parser's rows.
  * tests/spark/test_format_oms_common_case.py holds its rows equal to the Spark SQL parser's.
@@ -149,9 +151,10 @@ public final class OmsMessages implements UDF2<String, String, Row> {
         if (op == null || m.db == null || m.table == null) {
             throw NotCommon.INSTANCE;
         }
-        if (!hasSequence(m) || (m.storeSequence != null && !CommonCase.isSequence(m.storeSequence))) {
-            throw NotCommon.INSTANCE;
-        }
+        String time = timeText(m);
+        long seq = time == null ? 0 : seconds(time);
+        long seq2 = m.storeSequence == null ? 0 : CommonCase.plainLong(m.storeSequence);
+        Long eventMicros = time == null ? null : EpochMicros.micros(time, 6);
         boolean needsAfter = op.equals("INSERT") || op.equals("UPDATE");
         boolean needsBefore = op.equals("DELETE") || op.equals("UPDATE");
         if ((needsAfter && m.after == null) || (needsBefore && m.before == null)) {
@@ -169,8 +172,8 @@ public final class OmsMessages implements UDF2<String, String, Row> {
         ConfiguredImages.requireKey(key, keyed);
         String[] names = keyed.keySet().toArray(new String[0]);
         CommonCase.requireStorableNames(names, before, after);
-        return RowFactory.create(m.op, op, m.db, m.table, m.timestamp, m.checkpoint, m.storeSequence, before, after,
-                key, names, ConfiguredImages.columnTypes(names, types));
+        return RowFactory.create(m.op, op, m.db, m.table, seq, seq2, eventMicros, before, after, key, names,
+                ConfiguredImages.columnTypes(names, types));
     }
 
     /**
@@ -238,20 +241,24 @@ public final class OmsMessages implements UDF2<String, String, Row> {
         return types;
     }
 
-    /**
-     * Whether the parser finds a sequence: the timestamp's seconds when it is sent (it must be a number), else a
-     * checkpoint that is a number of seconds, else none (sequence 0, a full-load record).
-     */
-    private static boolean hasSequence(Message m) {
-        String time = m.timestamp;
-        if (time == null) {
-            if (m.checkpoint == null || !SECONDS.matcher(m.checkpoint).find()) {
-                return true;
-            }
-            time = m.checkpoint;
+    /** oms_default._time_text: the timestamp when it is sent, else a checkpoint that is a number of seconds. */
+    private static String timeText(Message m) {
+        if (m.timestamp != null) {
+            return m.timestamp;
         }
+        return m.checkpoint != null && SECONDS.matcher(m.checkpoint).find() ? m.checkpoint : null;
+    }
+
+    /**
+     * oms_default._seq of a time: its whole seconds. The common case is seconds a long holds without rounding (18
+     * digits at most); a time that is no number, or longer, is the parser's.
+     */
+    private static long seconds(String time) throws NotCommon {
         Matcher seconds = SECONDS.matcher(time);
-        return seconds.find() && CommonCase.isSequence(seconds.group(1));
+        if (!seconds.find()) {
+            throw NotCommon.INSTANCE;
+        }
+        return CommonCase.plainLong(seconds.group(1));
     }
 
     /** record_primary_key's names (split as Spark's `split` splits them), NULL for none. */
