@@ -175,7 +175,9 @@ DEBEZIUM_COMMON_CASE = T.StructType(
 SHAREPLEX_MESSAGE = "lakeloader_shareplex_message"
 SHAREPLEX_COMMON_CASE = T.StructType(
     [
-        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table", "scn", "seq", "time")],
+        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table")],
+        *[T.StructField(name, T.LongType()) for name in ("scn", "seq")],
+        T.StructField("time", _S),
         *[T.StructField(name, _IMAGE) for name in ("before", "after")],
         T.StructField("after_partial", T.BooleanType()),
         *[T.StructField(name, _STRINGS) for name in ("primary_key", "names", "types")],

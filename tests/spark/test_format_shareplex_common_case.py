@@ -33,7 +33,10 @@ OPS = ("ins", "upd", "upd", "del", "INSERT", "UPDATE", "DELETE", " Upd ", "UPDAT
        "TRUNCATE", "x", "\u0131nsert", None)  # fmt: skip
 
 TOKENS = (*common_case_support.TOKENS, '"upd"')  # and the tokens of this format's fields
-SCNS = ('" 42 "', '"1.5"', '"x"', '""', "18446744073709551616", "null", "-3", "12")
+SCNS = (
+    '" 42 "', '"1.5"', '"x"', '""', "18446744073709551616", "null", "-3", "12", '"\\t7"',
+    "999999999999999999", '"-1000000000000000000"',  # the JVM reader reads 18 digits at most: the edge
+)  # fmt: skip
 TABLE_NAMES = ('"shop"', '".items"', '"shop."', '"shop.items.x"', '"shop.items\\n"', '"sh\\nop.items"', "7", "null")
 
 

@@ -112,12 +112,12 @@ def read_common_case(source: SourceConfig) -> Column:
 
 
 def _from_common_case(common: Column) -> dict[str, Column]:
-    """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
-    passes a field on as sent (the scn, the seq, the time)."""
+    """The parser's output columns from the JVM function's fields (which read the scn and the seq as `integer_text`
+    would), with the parser's own expression where it passes a field on as sent (the time)."""
     passed = ("raw_op", "op", "db", "table", "before", "after", "after_partial", "primary_key")
     return common_case_columns(common, passed) | {
-        "seq": integer_text(common["scn"]),
-        "seq2": F.coalesce(integer_text(common["seq"]), F.lit(0)),
+        "seq": common["scn"].cast(C.SEQ_TYPE),
+        "seq2": common["seq"].cast(C.SEQ_TYPE),
         "event_time": common["time"].try_cast("timestamp"),
     }
 

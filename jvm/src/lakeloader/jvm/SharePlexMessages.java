@@ -24,15 +24,16 @@ import org.apache.spark.sql.api.java.UDF2;
  * takes the Spark SQL parser (lakeloader.parse.formats.shareplex), which stays the reference for every message.
  *
  * <p>The result (lakeloader.spark's SHAREPLEX_COMMON_CASE) holds the message's fields as that parser would produce
- * them: the op as sent and canonical, the db and table, `meta.scn`, `meta.seq` and `meta.time` as sent (the
- * parser's own expressions read them), the images as canonical text (an update's before image is `key`, its after
+ * them: the op as sent and canonical, the db and table, `meta.scn` and `meta.seq` as numbers (0 without a seq; read
+ * here, where the parser's expressions match each row's texts with a regular expression), `meta.time` as sent (the
+ * parser's own expression reads it), the images as canonical text (an update's before image is `key`, its after
  * image `key` with `data` laid over it, which is partial), the configured key and the columns with their Spark
  * types. A message is taken only when every check of that parser passes and every value's canonical text is itself
  * (ConfiguredImages). Anything else (DDL, an op of other letters, a table name that is no 'db.table' on one line,
- * no data, a `sql` object beside data, a scn or seq that is no number, a boolean or a structure among the values, a
- * key column missing or NULL, a repeated name, a configured type of another family) returns NULL, so this class
- * never decides a rejection. tests/spark/test_format_shareplex_common_case.py holds its rows equal to the Spark SQL
- * parser's.
+ * no data, a `sql` object beside data, a scn or seq that is not a number of at most 18 digits plainly spelt
+ * (CommonCase.plainLong), a boolean or a structure among the values, a key column missing or NULL, a repeated name,
+ * a configured type of another family) returns NULL, so this class never decides a rejection.
+ * tests/spark/test_format_shareplex_common_case.py holds its rows equal to the Spark SQL parser's.
  *
  * <p>The second argument is the parser's settings as JSON: {"column_types": {"db.table": {"column": "spark type"}},
  * "primary_keys": {"db.table": [column]} (the source's), "data_ops": {wire op, upper case: canonical op}}.
@@ -107,10 +108,11 @@ public final class SharePlexMessages implements UDF2<String, String, Row> {
         String op = canonicalOp(m, settings.dataOps());
         int dot = m.table == null ? -1 : m.table.indexOf('.');
         if (op == null || dot < 1 || dot == m.table.length() - 1 || !onOneLine(m.table) || m.sql
-                || m.data == null || m.data.isEmpty() || m.scn == null || !CommonCase.isSequence(m.scn)
-                || (m.seq != null && !CommonCase.isSequence(m.seq))) {
+                || m.data == null || m.data.isEmpty() || m.scn == null) {
             throw NotCommon.INSTANCE;
         }
+        long scn = CommonCase.plainLong(m.scn);
+        long seq = m.seq == null ? 0 : CommonCase.plainLong(m.seq);
         String db = m.table.substring(0, dot);
         String table = m.table.substring(dot + 1);
         Map<String, String> types = settings.columnTypes().getOrDefault(m.table, Map.of());
@@ -131,7 +133,7 @@ public final class SharePlexMessages implements UDF2<String, String, Row> {
         String[] names = keyed.keySet().toArray(new String[0]);
         boolean partial = op.equals("UPDATE") || op.equals("UPDATE_AFTER");
         CommonCase.requireStorableNames(names, before, after);
-        return RowFactory.create(m.op, op, db, table, m.scn, m.seq, m.time, before, after, partial, key, names,
+        return RowFactory.create(m.op, op, db, table, scn, seq, m.time, before, after, partial, key, names,
                 ConfiguredImages.columnTypes(names, types));
     }
 
