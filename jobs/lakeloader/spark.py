@@ -96,7 +96,9 @@ DATAWORKS_MESSAGE = "lakeloader_dataworks_message"
 _STRINGS, _IMAGE = T.ArrayType(_S), T.MapType(_S, _S)
 DATAWORKS_COMMON_CASE = T.StructType(
     [
-        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "schema_name", "table", "seq", "event_time")],
+        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "schema_name", "table")],
+        T.StructField("seq", T.LongType()),
+        T.StructField("event_time", _S),
         *[T.StructField(name, _IMAGE) for name in ("before", "after")],
         *[T.StructField(name, _STRINGS) for name in ("primary_key", "names", "types")],
     ]

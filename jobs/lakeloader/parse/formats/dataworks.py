@@ -221,11 +221,11 @@ def read_common_case(lines: DataFrame, source: SourceConfig) -> Column:
 
 
 def _from_common_case(common: Column) -> dict[str, Column]:
-    """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
-    passes a field on as sent (the sequence, the event time)."""
+    """The parser's output columns from the JVM function's fields (which read the sequence as `integer_text`
+    would), with the parser's own expression where it passes a field on as sent (the event time)."""
     passed = ("raw_op", "op", "db", "schema_name", "table", "before", "after", "primary_key")
     return common_case_columns(common, passed) | {
-        "seq": integer_text(common["seq"]),
+        "seq": common["seq"].cast(C.SEQ_TYPE),
         "event_time": _event_time(common["event_time"]),
     }
 

@@ -30,8 +30,10 @@ import org.apache.spark.sql.api.java.UDF2;
  * Spark SQL parser (lakeloader.parse.formats.dataworks), which stays the reference for every message.
  *
  * <p>The result (lakeloader.spark's DATAWORKS_COMMON_CASE) holds the message's fields as that parser would produce
- * them: the canonical op, names, the sequence and event time as sent (the parser's own expressions read them), the
- * images as canonical text, the key and the declared columns with their Spark types. A message is taken only when
+ * them: the canonical op, names, the sequence as a number (at most 18 digits plainly spelt, CommonCase.plainLong:
+ * read here, where the parser's expression matches each row's text with a regular expression), the event time as
+ * sent (the parser's own expression reads it), the images as canonical text, the key and the declared columns with
+ * their Spark types. A message is taken only when
  * every check of that parser passes and every value is in a form whose canonical text is itself (a JSON integer
  * in a LONG's range, any JSON number for DOUBLE, true/false for BOOLEAN, a string for STRING, strict Base64 for
  * BYTES) or, for DATE, epoch milliseconds from 1970 to 9999 when the session's time zone is UTC. Anything else
@@ -188,9 +190,10 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         if (op == null || m.db == null || m.table == null || m.declared == null) {
             throw NotCommon.INSTANCE;
         }
-        if (m.sequence == null || !CommonCase.isSequence(m.sequence)) {
+        if (m.sequence == null) {
             throw NotCommon.INSTANCE;
         }
+        long sequence = CommonCase.plainLong(m.sequence);
         boolean both = m.before != null && m.after != null;
         if (op.equals("UPDATE_AFTER") && both) {
             op = "UPDATE";
@@ -222,7 +225,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         }
         CommonCase.requireStorableNames(names, before, after);
         return RowFactory.create(
-                m.op, op, m.db, m.schemaName, m.table, m.sequence, m.eventTime, before, after, key, names, types);
+                m.op, op, m.db, m.schemaName, m.table, sequence, m.eventTime, before, after, key, names, types);
     }
 
     /** The declared columns typed as dataworks.parse types them (its fixed table, then `column_types`). */
