@@ -121,7 +121,8 @@ OMS_COMMON_CASE = T.StructType(
 DATAWORKS2_MESSAGE = "lakeloader_dataworks2_message"
 DATAWORKS2_COMMON_CASE = T.StructType(
     [
-        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "schema_name", "table", "event_time", "scn")],
+        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "schema_name", "table", "event_time")],
+        T.StructField("scn", T.LongType()),
         *[T.StructField(name, _IMAGE) for name in ("before", "after")],
         *[T.StructField(name, _STRINGS) for name in ("primary_key", "names", "types")],
     ]
@@ -132,7 +133,8 @@ DATAWORKS2_COMMON_CASE = T.StructType(
 CANAL_MESSAGE = "lakeloader_canal_message"
 CANAL_COMMON_CASE = T.StructType(
     [
-        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table", "es", "id")],
+        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table")],
+        *[T.StructField(name, T.LongType()) for name in ("es", "id")],
         *[T.StructField(name, _IMAGE) for name in ("before", "after")],
         *[T.StructField(name, _STRINGS) for name in ("primary_key", "names", "types")],
     ]

@@ -32,7 +32,10 @@ TABLES = {  # table -> (columns, pkNames)
 KEPT_TEXT = ("bigint", "int(11)", "tinyint", "smallint(6)", "bigint unsigned", "float", "double", "varchar(20)", "text")
 CONVERTED = ("decimal(10,2)", "datetime", "timestamp", "date", "tinyint(1)", "blob", "bit(1)", "time", "json")
 TYPES = ("INSERT", "INIT", "UPDATE", "UPDATE", "DELETE", "ALTER", "QUERY", "insert", "REPLACE", None)
-ES = ('"1700000000000"', '" 5 "', '"1.5"', '"x"', "-3", "1e3", "null", "99999999999999999999")
+ES = (
+    '"1700000000000"', '" 5 "', '"1.5"', '"x"', "-3", "1e3", "null", "99999999999999999999", '"\\t7"',
+    "999999999999999999", '"-1000000000000000000"',  # the JVM reader reads 18 digits at most: the edge
+)  # fmt: skip
 
 
 def _value(rng: random.Random, declaration: str) -> object:
@@ -75,7 +78,7 @@ def _message(rng: random.Random, seq: int) -> dict:
         "isDdl": rng.choice([ddl, ddl, str(ddl).lower(), str(ddl).upper()]),
         "es": rng.choice([1700000000000 + seq, str(1700000000000 + seq)]),
         "ts": 1700000000300 + seq,
-        "id": rng.choice([seq, str(seq), None, "x"]),
+        "id": rng.choice([seq, str(seq), None, "x", " 4 ", "\t4"]),
         "pkNames": key or rng.choice([None, []]),
         "mysqlType": declared,
         "sql": "ALTER TABLE items ADD COLUMN x INT" if ddl else "",

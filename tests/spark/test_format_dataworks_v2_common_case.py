@@ -35,7 +35,10 @@ CONVERTED = ("BIGINT", "DECIMAL(10,2)", "DATETIME", "TIMESTAMP", "DATE", "BOOLEA
 OPS = ("INSERT", "UPDATE", "UPDATE", "DELETE", "HEARTBEAT", "ALTER", "TRANSACTION_BEGIN", "insert", "REPLACE", None)
 DB_TYPES = ("mysql", "OB_MYSQL", "OB_ORACLE", "oracle", None)
 EVENT_TIMES = ('"1700000000000"', '" 5"', '"1.5"', '"x"', "-3", "1e3", "null", "99999999999999999999")
-SCNS = ('"null"', '"42"', "42", '" 7 "', '"1.5"', "18446744073709551616", "null")
+SCNS = (
+    '"null"', '"42"', "42", '" 7 "', '"1.5"', "18446744073709551616", "null", '"\\t7"', "999999999999999999",
+    '"-1000000000000000000"',  # the JVM reader reads 18 digits at most: the edge
+)  # fmt: skip
 
 
 def _value(rng: random.Random, declaration: str) -> object:

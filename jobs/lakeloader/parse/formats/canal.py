@@ -124,13 +124,13 @@ def read_common_case(source: SourceConfig, resolutions: source_types.Resolutions
 
 
 def _from_common_case(common: Column) -> dict[str, Column]:
-    """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
-    passes a field on as sent (`es`, `id`)."""
+    """The parser's output columns from the JVM function's fields, which read `es` and `id` as `integer_text`
+    would (0 without an id)."""
     passed = ("raw_op", "op", "db", "table", "before", "after", "primary_key")
     return common_case_columns(common, passed) | {
-        "seq": integer_text(common["es"]),
-        "seq2": F.coalesce(integer_text(common["id"]), F.lit(0).cast(C.SEQ_TYPE)),
-        "event_time": timestamp_of_millis(common["es"].try_cast("bigint")),
+        "seq": common["es"].cast(C.SEQ_TYPE),
+        "seq2": common["id"].cast(C.SEQ_TYPE),
+        "event_time": timestamp_of_millis(common["es"]),
     }
 
 

@@ -170,13 +170,13 @@ def read_common_case(source: SourceConfig, resolutions: source_types.Resolutions
 
 
 def _from_common_case(common: Column) -> dict[str, Column]:
-    """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
-    passes a field on as sent (the event time, the SCN)."""
+    """The parser's output columns from the JVM function's fields (which read the SCN as `integer_text` would, 0
+    for none), with the parser's own expressions where it passes a field on as sent (the event time)."""
     passed = ("raw_op", "op", "db", "schema_name", "table", "before", "after", "primary_key")
     event_millis = common["event_time"].try_cast("bigint")
     return common_case_columns(common, passed) | {
         "seq": event_millis.cast(C.SEQ_TYPE),
-        "seq2": F.coalesce(integer_text(common["scn"]), F.lit(0)),
+        "seq2": common["scn"].cast(C.SEQ_TYPE),
         "event_time": _event_time(event_millis),
     }
 

@@ -30,8 +30,10 @@ import org.apache.spark.sql.api.java.UDF2;
  * call this class for such a source).
  *
  * <p>The result (lakeloader.spark's CANAL_COMMON_CASE) holds the message's fields as that parser would produce them:
- * the op as sent and canonical, the names, `es` and `id` as sent (the parser's own expressions read them; `es` must
- * be an integer), the images as canonical text (an UPDATE's before image is its row with `old` laid over it, as
+ * the op as sent and canonical, the names, `es` and `id` as numbers (read here as the parser's expressions read
+ * them, which match each row's texts with regular expressions: `es` must be an integer of at most 18 digits plainly
+ * spelt, CommonCase.plainLong, an `id` that is no integer is 0 and one spelt otherwise not the common case), the
+ * images as canonical text (an UPDATE's before image is its row with `old` laid over it, as
  * `common.overlay` lays it), the key and the declared columns with their Spark types. Declarations are typed as
  * the parser types them: a configured type wins, else the Spark type the settings give the declaration (the parser
  * resolved the batch's first declarations once and passes those whose values keep their text: strings, integers,
@@ -127,9 +129,11 @@ public final class CanalMessages implements UDF2<String, String, Row> {
         if (op == null || m.ddl || m.db == null || m.table == null || m.declared == null) {
             throw NotCommon.INSTANCE;
         }
-        if (m.es == null || !CommonCase.isSequence(m.es) || m.data == null || m.data.size() != 1) {
+        if (m.es == null || m.data == null || m.data.size() != 1) {
             throw NotCommon.INSTANCE;
         }
+        long es = CommonCase.plainLong(m.es);
+        long id = m.id == null || !CommonCase.isSequence(m.id) ? 0 : CommonCase.plainLong(m.id); // no number: 0
         List<String[]> row = m.data.get(0);
         String[] names = declaredNames(m.declared, row);
         Map<String, String> types = declaredTypes(m, names, settings);
@@ -154,7 +158,7 @@ public final class CanalMessages implements UDF2<String, String, Row> {
         String[] key = m.primaryKey == null || m.primaryKey.isEmpty() ? null : m.primaryKey.toArray(new String[0]);
         ConfiguredImages.requireKey(key, after != null ? after : before);
         CommonCase.requireStorableNames(names, before, after);
-        return RowFactory.create(m.op, op, m.db, m.table, m.es, m.id, before, after, key, names,
+        return RowFactory.create(m.op, op, m.db, m.table, es, id, before, after, key, names,
                 ConfiguredImages.columnTypes(names, types));
     }
 

@@ -26,8 +26,10 @@ import org.apache.spark.sql.api.java.UDF2;
  * (lakeloader.parse.formats.dataworks_v2), which stays the reference for every message.
  *
  * <p>The result (lakeloader.spark's DATAWORKS2_COMMON_CASE) holds the message's fields as that parser would produce
- * them: the op as sent and canonical, the names, the event time and SCN as sent (the parser's own expressions read
- * them; the event time must be an integer), the images as canonical text, the key and the declared columns with
+ * them: the op as sent and canonical, the names, the event time as sent (the parser's own expression reads it; it
+ * must be an integer), the SCN as a number (read here as the parser's expression reads it, which matches each row's
+ * text with a regular expression: one that is no integer is 0, one spelt otherwise than CommonCase.plainLong reads
+ * is not the common case), the images as canonical text, the key and the declared columns with
  * their Spark types. Declarations are typed as the parser types them: a configured type wins, else the Spark type
  * the settings give the declaration (the parser resolved the batch's first declarations once and passes those whose
  * values keep their text: strings, integers, floating numbers, decimals); a declaration not among them is not the common
@@ -162,7 +164,8 @@ public final class DataWorks2Messages implements UDF2<String, String, Row> {
         String[] key = m.primaryKey == null || m.primaryKey.isEmpty() ? null : m.primaryKey.toArray(new String[0]);
         ConfiguredImages.requireKey(key, after != null ? after : before);
         CommonCase.requireStorableNames(names, before, after);
-        return RowFactory.create(m.op, op, m.db, m.schemaName, m.table, m.eventTime, m.scn, before, after, key, names,
+        long scn = m.scn == null || !CommonCase.isSequence(m.scn) ? 0 : CommonCase.plainLong(m.scn); // no number: 0
+        return RowFactory.create(m.op, op, m.db, m.schemaName, m.table, m.eventTime, scn, before, after, key, names,
                 ConfiguredImages.columnTypes(names, types));
     }
 
