@@ -168,7 +168,8 @@ DEBEZIUM_SMT_COMMON_CASE = T.StructType(
 DEBEZIUM_EVENT = "lakeloader_debezium_event"
 DEBEZIUM_COMMON_CASE = T.StructType(
     [
-        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table", "source_time", "time", "position")],
+        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table", "source_time")],
+        *[T.StructField(name, T.LongType()) for name in ("seq", "seq2")],
         *[T.StructField(name, _IMAGE) for name in ("before", "after")],
         *[T.StructField(name, _STRINGS) for name in ("primary_key", "names", "types")],
     ]

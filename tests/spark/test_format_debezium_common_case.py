@@ -32,8 +32,14 @@ KEYS = {"shop.items": ["id"], "shop.pairs": ["a", "b"]}
 OPS = ("c", "r", "u", "u", "d", "t", "m", "HEARTBEAT", "x", None)
 
 TOKENS = (*common_case_support.TOKENS, '"c"', '"u"')  # and the tokens of this format's fields
-TIMES = ('"1700000000000"', '" 5"', '"x"', "0", "-3", "1e3", "1700000000000.5", "null", "9223372036854775807")
-POSITIONS = ('"12@1700000000"', "42", '"x"', "null", '"007"', "123456789012345678901234567890123")
+TIMES = (
+    '"1700000000000"', '" 5"', '"x"', "0", "-3", "1e3", "1700000000000.5", "null", "9223372036854775807", '"\\t7"',
+    "999999999999999999",  # the JVM reader reads 18 digits at most: the edge
+)  # fmt: skip
+POSITIONS = (
+    '"12@1700000000"', "42", '"x"', "null", '"007"', "123456789012345678901234567890123", '"999999999999999999@1"',
+    '"1000000000000000000"', '"7\\n"',
+)  # fmt: skip
 SCHEMAS = (
     "null",
     '{"type":"struct","fields":[{"field":"after","type":"struct","fields":[{"field":"id","type":"int64"}]}]}',

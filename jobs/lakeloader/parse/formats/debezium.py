@@ -354,11 +354,12 @@ def read_common_case(source: SourceConfig, envelope: bool) -> Column:
 
 
 def _from_common_case(common: Column) -> dict[str, Column]:
-    """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
-    passes a field on as sent (the times, the log position)."""
+    """The parser's output columns from the JVM function's fields (which read the sequence and the log position
+    as `integer_text` and `_log_position` would), with the parser's own expression where it passes a field on as
+    sent (the source's time)."""
     return common_case_columns(common, ("raw_op", "op", "db", "table", "before", "after", "primary_key")) | {
-        "seq": integer_text(F.coalesce(common["source_time"], common["time"])),
-        "seq2": F.coalesce(_log_position(common["position"]), F.lit(0)),
+        "seq": common["seq"].cast(C.SEQ_TYPE),
+        "seq2": common["seq2"].cast(C.SEQ_TYPE),
         "event_time": _event_time(common["source_time"]),
     }
 

@@ -13,6 +13,8 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import lakeloader.jvm.CommonCase.NotCommon;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
@@ -27,13 +29,16 @@ import org.apache.spark.sql.api.java.UDF2;
  * Spark SQL parser (lakeloader.parse.formats.debezium), which stays the reference for every message.
  *
  * <p>The result (lakeloader.spark's DEBEZIUM_COMMON_CASE) holds the event's fields as that parser would produce
- * them: the op as sent and canonical, the db and table, `source.ts_ms`, the event's `ts_ms` and `source.pos` as
- * sent (the parser's own expressions read them), the images as canonical text, the configured key and the columns
- * with their Spark types (configured, else declared, else string). A message is taken only when every check of that parser passes
- * and every value's canonical text is itself (ConfiguredImages). Anything else (a logical type, DDL, heartbeats,
+ * them: the op as sent and canonical, the db and table, `source.ts_ms` as sent (the parser's own expression reads
+ * it), the sequence (`source.ts_ms`, else the event's `ts_ms`) and the log position (`source.pos`, 0 for none) as
+ * numbers (read here as the parser's expressions read them, which match each row's texts with regular
+ * expressions), the images as canonical text, the configured key and the columns with their Spark types
+ * (configured, else declared, else string). A message is taken only when every check of that parser passes and
+ * every value's canonical text is itself (ConfiguredImages). Anything else (a logical type, DDL, heartbeats,
  * control messages, an update without its before image, a missing image, a schema-qualified table, a time that is
- * no number, a boolean or a structure among the values, a key column missing or NULL, a repeated name, a
- * configured type of another family) returns NULL, so this class never decides a rejection.
+ * no number of at most 18 digits plainly spelt (CommonCase.plainLong), a log position of more digits, a boolean or
+ * a structure among the values, a key column missing or NULL, a repeated name, a configured type of another family)
+ * returns NULL, so this class never decides a rejection.
  * tests/spark/test_format_debezium_common_case.py holds its rows equal to the Spark SQL parser's.
  *
  * <p>The second argument is the parser's settings as JSON: {"column_types": {"db.table": {"column": "spark type"}},
@@ -42,6 +47,9 @@ import org.apache.spark.sql.api.java.UDF2;
  * "plain_types": {Kafka Connect type: Spark type} (the types the function reads)}.
  */
 public final class DebeziumEvents implements UDF2<String, String, Row> {
+    /** debezium._log_position's pattern. */
+    private static final Pattern LOG_POSITION = Pattern.compile("^(\\d{1,30})(@\\d{1,20})?$");
+
     private static final long serialVersionUID = 1L;
 
     private static final CommonCase.Settings<Config> SETTINGS = new CommonCase.Settings<>(DebeziumEvents::config);
@@ -234,10 +242,11 @@ public final class DebeziumEvents implements UDF2<String, String, Row> {
         Event e = read(text, settings.envelope());
         String op = e.op == null ? null : settings.dataOps().get(e.op);
         String time = e.sourceTime != null ? e.sourceTime : e.time;
-        if (op == null || e.db == null || e.table == null || e.schema != null || time == null
-                || !CommonCase.isSequence(time)) {
+        if (op == null || e.db == null || e.table == null || e.schema != null || time == null) {
             throw NotCommon.INSTANCE;
         }
+        long seq = CommonCase.plainLong(time);
+        long seq2 = logPosition(e.position);
         boolean needsAfter = op.equals("INSERT") || op.equals("UPDATE");
         boolean needsBefore = op.equals("DELETE") || op.equals("UPDATE");
         if ((needsAfter && e.after == null) || (needsBefore && e.before == null)) {
@@ -258,7 +267,16 @@ public final class DebeziumEvents implements UDF2<String, String, Row> {
             throw NotCommon.INSTANCE; // an image the declarations do not name in order: the parser looks them up
         }
         CommonCase.requireStorableNames(names, before, after);
-        return RowFactory.create(e.op, op, e.db, e.table, e.sourceTime, e.time, e.position, before, after, key, names,
+        return RowFactory.create(e.op, op, e.db, e.table, e.sourceTime, seq, seq2, before, after, key, names,
                 ConfiguredImages.columnTypes(names, types));
+    }
+
+    /**
+     * debezium._log_position, 0 for none: `pos` when a plain number, OMS's `<offset>@<seconds>` by its offset (the
+     * same pattern, found as Spark finds it). An offset of more than 18 digits is not the common case.
+     */
+    private static long logPosition(String position) throws NotCommon {
+        Matcher offset = position == null ? null : LOG_POSITION.matcher(position);
+        return offset == null || !offset.find() ? 0 : CommonCase.plainLong(offset.group(1));
     }
 }
