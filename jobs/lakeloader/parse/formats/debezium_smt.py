@@ -118,21 +118,42 @@ def _reading(source: SourceConfig, place: Mapping[str, Column]) -> Column:
         "before_ops": [C.DELETE],
     }
     found = place["destination"].isNotNull() & place["seq"].isNotNull()
-    return F.when(found, jvm_reading(DEBEZIUM_SMT_ROW, settings, qualified(place["db"], place["table"])))
+    return F.when(found, jvm_reading(DEBEZIUM_SMT_ROW, settings, place["qualified"]))
 
 
 def _place(lines: DataFrame, source: SourceConfig) -> dict[str, Column]:
     """What a message's place says (its line's topic and offset, the batch hour): its topic, the 'db.table' the
-    topic is configured to (`destination`), that table's db and name, the ordering key."""
+    topic is configured to (`destination`), that table's db and name and their `qualified` name, the ordering
+    key."""
     topic = F.coalesce(
         F.col("origin_topic") if "origin_topic" in lines.columns else F.lit(None),
         F.nullif(F.regexp_extract("origin_file", TOPIC, 1), F.lit("")),
     )
     offset = F.col("origin_offset") if "origin_offset" in lines.columns else F.lit(None)
-    destination = F.element_at(configured_map(source.topic_tables, "string"), topic)
-    db, table = split_qualified(destination)
     seq = F.coalesce(offset, F.regexp_replace("batch_hour", r"[^0-9]", "")).try_cast(C.SEQ_TYPE)
-    return {"topic": topic, "destination": destination, "db": db, "table": table, "seq": seq}
+    return {"topic": topic, **_configured_table(source.topic_tables, topic), "seq": seq}
+
+
+def _configured_table(topic_tables: Mapping[str, str], topic: Column) -> dict[str, Column]:
+    """The table a topic is configured to (`destination`), its db and name (`split_qualified`) and their
+    `qualified` name, each looked up in a map from topic: the maps' values are expressions of literals, which
+    Spark's optimizer computes once, so a message costs a lookup each rather than the split's two regular
+    expressions and a concatenation (a million messages' warm parse: executor CPU 5.5-5.7 s -> 5.3-5.4, A/B
+    rounds in one process)."""
+    destinations = {topic: F.lit(destination) for topic, destination in topic_tables.items()}
+    splits = {topic: split_qualified(destination) for topic, destination in destinations.items()}
+
+    def per_topic(values: dict[str, Column]) -> Column:
+        if not values:
+            return F.lit(None).cast("string")
+        return F.element_at(F.create_map(*[x for t, value in values.items() for x in (F.lit(t), value)]), topic)
+
+    return {
+        "destination": per_topic(destinations),
+        "db": per_topic({t: db for t, (db, _) in splits.items()}),
+        "table": per_topic({t: table for t, (_, table) in splits.items()}),
+        "qualified": per_topic({t: qualified(db, table) for t, (db, table) in splits.items()}),
+    }
 
 
 def _parsed(lines: DataFrame, source: SourceConfig) -> DataFrame:
