@@ -133,7 +133,7 @@ public final class CanalMessages implements UDF2<String, String, Row> {
             throw NotCommon.INSTANCE;
         }
         long es = CommonCase.plainLong(m.es);
-        long id = m.id == null || !CommonCase.isSequence(m.id) ? 0 : CommonCase.plainLong(m.id); // no number: 0
+        long id = CommonCase.plainLongOrZero(m.id);
         List<String[]> row = m.data.get(0);
         String[] names = declaredNames(m.declared, row);
         Map<String, String> types = declaredTypes(m, names, settings);

@@ -363,6 +363,14 @@ final class CommonCase {
         return Long.parseLong(text, start, end, 10);
     }
 
+    /**
+     * `coalesce(common.integer_text(text), 0)`: 0 for NULL or text that is no integer, the number where plainLong
+     * reads one; an integer spelt otherwise is not the common case.
+     */
+    static long plainLongOrZero(String text) throws NotCommon {
+        return text == null || !isSequence(text) ? 0 : plainLong(text);
+    }
+
     private static boolean isSpace(char c) {
         return c == ' ' || c == '\t' || c == '\n' || c == '\u000B' || c == '\f' || c == '\r';
     }

@@ -164,7 +164,7 @@ public final class DataWorks2Messages implements UDF2<String, String, Row> {
         String[] key = m.primaryKey == null || m.primaryKey.isEmpty() ? null : m.primaryKey.toArray(new String[0]);
         ConfiguredImages.requireKey(key, after != null ? after : before);
         CommonCase.requireStorableNames(names, before, after);
-        long scn = m.scn == null || !CommonCase.isSequence(m.scn) ? 0 : CommonCase.plainLong(m.scn); // no number: 0
+        long scn = CommonCase.plainLongOrZero(m.scn);
         return RowFactory.create(m.op, op, m.db, m.schemaName, m.table, m.eventTime, scn, before, after, key, names,
                 ConfiguredImages.columnTypes(names, types));
     }
