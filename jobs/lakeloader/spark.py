@@ -85,7 +85,8 @@ DTS_DECODED = T.StructType([T.StructField("decode_error", _S), T.StructField("re
 DTS_MESSAGE = "lakeloader_dts_message"
 DTS_COMMON_CASE = T.StructType(
     [
-        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table", "id", "source_timestamp")],
+        *[T.StructField(name, _S) for name in ("raw_op", "op", "db", "table")],
+        *[T.StructField(name, T.LongType()) for name in ("id", "source_timestamp")],
         *[T.StructField(name, T.MapType(_S, _S)) for name in ("before", "after")],
         *[T.StructField(name, T.ArrayType(_S)) for name in ("primary_key", "names", "types", "declarations")],
     ]

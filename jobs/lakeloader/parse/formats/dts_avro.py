@@ -192,12 +192,11 @@ def _common_case_types(resolutions: source_types.Resolutions) -> dict[str, str]:
 
 
 def _from_common_case(common: Column) -> dict[str, Column]:
-    """The parser's output columns from the JVM function's fields, with the parser's own expressions where it
-    passes a field on as sent (`id`, `sourceTimestamp`)."""
+    """The parser's output columns from the JVM function's fields (`id` and `sourceTimestamp` as longs)."""
     passed = ("raw_op", "op", "db", "table", "before", "after", "primary_key")
     return common_case_columns(common, passed) | {
-        "seq": integer_text(common["id"]),
-        "event_time": timestamp_of_seconds(common["source_timestamp"].try_cast("bigint")),
+        "seq": common["id"].cast(C.SEQ_TYPE),
+        "event_time": timestamp_of_seconds(common["source_timestamp"]),
     }
 
 
@@ -361,7 +360,7 @@ def _informed_by_common_case(frame: DataFrame, resolve: source_types.Resolver) -
             common["names"].alias("names"),
             common["declarations"].alias("declarations"),
         )
-        .agg(F.max(integer_text(common["id"])).alias("seq"))
+        .agg(F.max(common["id"]).cast(C.SEQ_TYPE).alias("seq"))
     )
     declared = F.explode(F.arrays_zip(F.col("names").alias("name"), F.col("declarations").alias("declaration")))
     return lists.select("db", "table", "seq", declared.alias("d")).select(

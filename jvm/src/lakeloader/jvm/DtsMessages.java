@@ -42,7 +42,7 @@ import org.apache.spark.sql.api.java.UDF2;
  * reject, are not the common case, so this class never decides a rejection.
  *
  * <p>The result (lakeloader.spark's DTS_COMMON_CASE) holds the op as sent and canonical, db and table, `id` and
- * `sourceTimestamp` as sent (the parser's own expressions read them), the images as canonical text, the configured
+ * `sourceTimestamp` as the longs they were sent as, the images as canonical text, the configured
  * key, the fields' names, Spark types and declarations (the parser's batch types read the declarations).
  * tests/spark/test_format_dts_avro_common_case.py holds its rows equal to the Spark SQL parser's.
  *
@@ -159,8 +159,17 @@ public final class DtsMessages implements UDF2<String, String, Row> {
         String[] key = settings.primaryKeys().get(db + "." + table);
         ConfiguredImages.requireKey(key, afterImage != null ? afterImage : beforeImage);
         CommonCase.requireStorableNames(names, beforeImage, afterImage);
-        return RowFactory.create(operation, op, db, table, record.getString(ID), record.getString(SOURCE_TIMESTAMP),
+        return RowFactory.create(operation, op, db, table, longField(record, ID), longField(record, SOURCE_TIMESTAMP),
                 beforeImage, afterImage, key, names, types, declarations);
+    }
+
+    /** One of the record's Avro longs, which DtsRecords gives as their decimal text. */
+    private static long longField(Row record, int field) throws NotCommon {
+        String text = record.getString(field);
+        if (text == null) {
+            throw NotCommon.INSTANCE;
+        }
+        return Long.parseLong(text);
     }
 
     /** A list DtsRecords made (a java.util.List: Row.getList reads Scala sequences only). */
