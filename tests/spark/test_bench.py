@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -67,27 +68,29 @@ def test_bench_run_measures_every_phase_and_leaves_the_tables_the_stream_implies
 def test_bench_formats_parses_each_formats_export_completely(spark, tmp_path: Path):
     probe = Probe(jvm_pid(spark))
 
-    rows = run_formats(spark, probe, ["canal_json", "dts_avro"], 400, tmp_path)
+    rows = run_formats(spark, probe, ["canal_json", "dts_avro"], 400, tmp_path, rounds=2)
 
     assert [(r["format"], r["messages"]) for r in rows] == [("canal_json", 400), ("dts_avro", 400)]
-    assert [r["parse"].details["data"] for r in rows] == [400, 400]  # every message a change, none quarantined
+    # every message a change, none quarantined, in every round
+    assert [[p.details["data"] for p in r["parse"]] for r in rows] == [[400, 400], [400, 400]]
     assert [r.name for r in probe.records] == [  # the unmeasured warm-up round of canal_json is not among them
         "floor: canal_json",
-        "textbook parse: canal_json",
         "parse, first run: canal_json",
-        "parse: canal_json",
+        *["textbook parse: canal_json", "parse: canal_json"] * 2,  # the two parses take turns
         "table shapes: canal_json",
-        "order+dedupe: canal_json",
-        "textbook order+dedupe: canal_json",
+        *["order+dedupe: canal_json", "textbook order+dedupe: canal_json"] * 2,
         "floor: dts_avro",  # no JSON envelope: no textbook parse
         "parse, first run: dts_avro",
-        "parse: dts_avro",
+        *["parse: dts_avro"] * 2,
         "table shapes: dts_avro",
-        "order+dedupe: dts_avro",
-        "textbook order+dedupe: dts_avro",
+        *["order+dedupe: dts_avro", "textbook order+dedupe: dts_avro"] * 2,
     ]
     # both dedupes keep one change per key of the stream
-    assert [(r["order"].details["actions"], r["textbook_order"].details["actions"]) for r in rows] == [(100, 100)] * 2
+    windows = [w for r in rows for w in (*r["order"], *r["textbook_order"])]
+    assert [w.details["actions"] for w in windows] == [100] * 8
     textbook = tmp_path / "formats" / "canal_json" / "400" / "textbook"
     assert [p.name for p in textbook.iterdir() if p.is_dir()] == ["table=items"]  # written by table
-    assert "| canal_json | 400 |" in formats_markdown(rows)
+    # floor, then the textbook's and the parse's median rounds with their ranges, then the parse's first run
+    assert re.search(
+        r"\| canal_json \| 400 \| 0 \| [\d.]+ (\| [\d.]+ \([\d.]+-[\d.]+\) ){2}\| [\d.]+ \|", formats_markdown(rows)
+    )
