@@ -303,13 +303,19 @@ final class CommonCase {
         }
     }
 
-    /** Whether the text is epoch milliseconds (`^-?[0-9]+$`) that common.timestamp_of_millis reads as a time. */
-    static boolean isMillis(String text) {
+    /**
+     * The epoch milliseconds of text (`^-?[0-9]+$`) that common.timestamp_of_millis reads as a time; any other text
+     * is not the common case.
+     */
+    static long millis(String text) throws NotCommon {
         if (!MILLIS.matcher(text).matches()) {
-            return false;
+            throw NotCommon.INSTANCE;
         }
         long millis = Long.parseLong(text);
-        return millis >= FIRST_MILLIS && millis <= LAST_MILLIS;
+        if (millis < FIRST_MILLIS || millis > LAST_MILLIS) {
+            throw NotCommon.INSTANCE;
+        }
+        return millis;
     }
 
     /** Whether the text is what common.integer_text reads as a number: \\s*-?[0-9]{1,38}\\s* (Java's \\s). */

@@ -100,12 +100,12 @@ public final class DataHubRows implements UDF2<String, String, Row> {
         }
         String op = canonicalOp(meta, settings.rowOps());
         String executeTime = meta[EXECUTE_TIME];
-        if (settings.db() == null || meta[TABLE] == null || meta[SEQUENCE] == null
-                || (executeTime != null && !CommonCase.isMillis(executeTime))) { // a text time is the parser's to read
+        if (settings.db() == null || meta[TABLE] == null || meta[SEQUENCE] == null) {
             throw NotCommon.INSTANCE;
         }
         long sequence = CommonCase.plainLong(meta[SEQUENCE]);
-        Long executeMillis = executeTime == null ? null : Long.parseLong(executeTime);
+        // a text time is the parser's to read
+        Long executeMillis = executeTime == null ? null : CommonCase.millis(executeTime);
         String table = settings.db() + "." + meta[TABLE];
         Map<String, String> types = settings.columnTypes().getOrDefault(table, Map.of());
         Map<String, String> values = ConfiguredImages.canonical(image, types);
