@@ -132,7 +132,7 @@ def _measure(spark: SparkSession, probe: Probe, fmt: str, n: int, workdir: Path,
     with probe.phase(f"{PARSE_FIRST}: {fmt}", messages) as parse_first:
         run_parse(spark, source, HOUR)
     parses[f"{PARSE}: {fmt}"] = lambda: dict(run_parse(spark, source, HOUR)["outcomes"])
-    *textbooks, parse = _in_turns(probe, messages, parses, rounds)
+    *textbook, parse = _in_turns(probe, messages, parses, rounds)  # no textbook round for a format without one
     store = open_store(str(lake))
     data = with_segments(read_bronze(spark, store, source.name, HOUR).where(F.col("kind") == C.DATA), {})
     data = with_order(data, fmt)
@@ -164,7 +164,7 @@ def _measure(spark: SparkSession, probe: Probe, fmt: str, n: int, workdir: Path,
         "messages": messages,
         "mib": sum(entry.size for entry in manifest) / 2**20,
         "floor": floor,
-        "textbook": textbooks[0] if textbooks else None,  # rounds, as parse, order and textbook_order
+        "textbook": textbook[0] if textbook else None,  # rounds, as parse, order and textbook_order
         "parse": parse,
         "parse_first": parse_first,
         "shapes": shapes_phase,
