@@ -163,13 +163,9 @@ public final class DtsMessages implements UDF2<String, String, Row> {
                 beforeImage, afterImage, key, names, types, declarations);
     }
 
-    /** One of the record's Avro longs, which DtsRecords gives as their decimal text. */
-    private static long longField(Row record, int field) throws NotCommon {
-        String text = record.getString(field);
-        if (text == null) {
-            throw NotCommon.INSTANCE;
-        }
-        return Long.parseLong(text);
+    /** One of the record's Avro longs, which DtsRecords always gives, as their decimal text. */
+    private static long longField(Row record, int field) {
+        return Long.parseLong(record.getString(field));
     }
 
     /** A list DtsRecords made (a java.util.List: Row.getList reads Scala sequences only). */
