@@ -27,9 +27,9 @@ from lakeloader.apply.step import (
     read_bronze,
     run_apply,
     silver_uri,
-    typed_change_set,
     with_segments,
 )
+from lakeloader.apply.typed_change_sets import CollectedChangeSets, Typing
 from lakeloader.core.storage import Store, open_store, spark_path
 from lakeloader.engine.deltars import DeltaRsEngine
 from lakeloader.land.step import land_hour
@@ -153,13 +153,16 @@ def order_and_collect(spark: SparkSession, probe: Probe, store: Store, hour: dat
     data = with_segments(read_bronze(spark, store, SOURCE, hour).where(F.col("kind") == C.DATA), {})
     data = with_order(data, "dataworks_json")  # the bench source (workspace.py)
     with probe.phase(ORDER, changes) as record:
-        shapes = batch_tables(data, {}).shapes
+        batch = batch_tables(data, {})
+        shapes = batch.shapes
         cached, actions = cached_for_reads_by_table(key_actions(data, shapes, "dataworks_json"))
         record.details["actions"] = actions.count()
     try:
         loaded_at = datetime.now(UTC)
-        with probe.phase(TO_ARROW, changes):
-            return [(s, typed_change_set(actions, s, loaded_at).toArrow()) for s in shapes]
+        with probe.phase(TO_ARROW, changes):  # the bench's silver tables hold no column as text
+            sizes = {name: count for name, (count, _) in batch.counts.items()}
+            collected = CollectedChangeSets(actions, loaded_at, shapes, sizes, lambda s: Typing.of(s, ()))
+            return [(s, collected.change_set(s, ())) for s in shapes]
     finally:
         cached.unpersist()
 

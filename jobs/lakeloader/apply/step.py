@@ -15,8 +15,9 @@ report lists it under `held_back` (the verify task alerts) and `state/<source>/h
 hours, so the next run of any hour (or a replay) retries it with those hours' changes as one batch.
 
 Collected to the driver: table shapes (column names and types), the batch's DDL messages and, with the embedded
-engine (delta-rs), one table segment at a time, its deduplicated change set as Arrow (what delta-rs merges). With
-Delta on Spark the change set stays a Spark frame (`lakeloader.apply.change_set` says what reaches the driver).
+engine (delta-rs), the table segments' deduplicated change sets as Arrow (what delta-rs merges), one segment at a
+time or, for segments typed alike, several (`lakeloader.apply.typed_change_sets`). With Delta on Spark the
+change set stays a Spark frame (`lakeloader.apply.change_set` says what reaches the driver).
 See docs/semantics.md and docs/ddl.md for the rules.
 """
 
@@ -37,7 +38,7 @@ from pyspark.sql import functions as F
 
 from lakeloader.apply import multiset
 from lakeloader.apply import schema_changes as D
-from lakeloader.apply.change_set import ChangeSet, staged
+from lakeloader.apply.change_set import ArrowChangeSet, ChangeSet, staged
 from lakeloader.apply.ddl import statements as S
 from lakeloader.apply.ddl.columns import (
     ColumnChange,
@@ -57,7 +58,6 @@ from lakeloader.apply.ddl.truncations import read_truncations
 from lakeloader.apply.ddl.types import spark_type_of_arrow
 from lakeloader.apply.ddl.widening import widest
 from lakeloader.apply.key_actions import (
-    POSITION,
     TableShape,
     batch_tables,
     key_actions,
@@ -75,6 +75,7 @@ from lakeloader.apply.silver import (
     truncation_mark,
 )
 from lakeloader.apply.table_identity import TableId, per_table, table_id, table_id_literal
+from lakeloader.apply.typed_change_sets import CollectedChangeSets, Typing, segment_rows, typed_change_set
 from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig
 from lakeloader.core.lake_index import record_names
@@ -99,56 +100,6 @@ def read_change_log(spark: SparkSession, lake: Store, source: str) -> DataFrame:
     # partition discovery adds dt/hour: keep the canonical columns only
     changes = read_parquet_dir(spark, lake, zones.bronze_changes_root(source), C.CHANGE_SCHEMA)
     return changes.select(*C.CHANGE_SCHEMA.names)
-
-
-def typed_change_set(
-    actions: DataFrame, shape: TableShape, loaded_at: datetime, as_text: Collection[str] = ()
-) -> DataFrame:
-    """One table segment's actions with its columns typed from canonical text, the _cdc_* metadata, and
-    the staging columns the writer needs (action, rank, partial, present columns). A column of `as_text` keeps
-    its canonical text (checked against its type all the same)."""
-
-    texts = {name: f"_text_{i}" for i, (name, _) in enumerate(shape.columns)}
-
-    def typed(name: str, spark_type: str) -> Column:
-        text = F.col(texts[name])
-        return F.unbase64(text) if spark_type == "binary" else text.try_cast(spark_type)
-
-    def unfit(name: str, spark_type: str) -> Column:
-        """The column's name when its text is not a value of the segment's type (declared by an earlier
-        message of the batch, `key_actions.batch_tables`), so the change is rejected rather than loaded as NULL."""
-        return F.when(F.col(texts[name]).isNotNull() & typed(name, spark_type).isNull(), F.lit(name))
-
-    selected = (F.col("db") == shape.db) & (F.col("table") == shape.table) & (F.col("segment") == shape.segment)
-    unfits = [unfit(n, t) for n, t in shape.columns]
-    # the lambda (interpreted) only for a change with a value that did not fit: most have none
-    unfit_columns = F.when(F.coalesce(*unfits, F.lit(None)).isNull(), F.array()).otherwise(
-        F.filter(F.array(*unfits, F.lit(None)), lambda c: c.isNotNull())
-    )
-
-    def value(name: str, spark_type: str) -> Column:
-        return F.col(texts[name]) if name in as_text else typed(name, spark_type)
-
-    # each column's text looked up in the image once (a map lookup scans the keys), then typed and checked
-    looked_up = actions.where(selected).select(
-        "*", *[F.element_at("image", F.lit(name)).alias(text) for name, text in texts.items()]
-    )
-    return looked_up.select(
-        *[value(name, spark_type).alias(name) for name, spark_type in shape.columns],
-        F.col("seq").alias(E.SEQ),
-        F.col("seq2").alias(E.SEQ2),
-        F.col("op").alias(E.OP),
-        F.col("event_time").alias(E.EVENT_TIME),
-        F.col("origin_file").alias(E.SOURCE_FILE),
-        F.col("origin_line").alias(E.SOURCE_LINE),
-        F.col(POSITION).alias(E.POSITION),
-        F.lit(loaded_at).cast("timestamp").alias(E.LOADED_AT),
-        E.ACTION,
-        F.col("rank").cast("int").alias(E.RANK),
-        F.col("partial").alias(E.PARTIAL),
-        F.when(F.col("partial"), F.map_keys("image")).alias(E.PRESENT),
-        unfit_columns.cast("array<string>").alias(E.UNFIT),
-    )
 
 
 class AppliedChanges(TypedDict):
@@ -257,10 +208,15 @@ def apply_changes(
         history = read_as_later(multisets.history(), renamed)
         counted = multiset_actions(batch_rows, history, segments, since, truncated)
         actions = counted if actions is None else actions.unionByName(counted)
-    cached = None
+    cached, collected = None, None
     if actions is not None:
         cached, actions = cached_for_reads_by_table(actions)
-    writer = _Batch(engine, lake, source, commit_info, loaded_at, actions, recluster, multisets, batch)
+    if actions is not None and not engine.runs_in_spark:  # segments typed from `actions`: those without DDL
+        alone = sorted((s for s in shapes if (s.db, s.table) not in events_by_table), key=lambda s: (s.db, s.table))
+        typing = partial(_typing, engine, lake, source.name)
+        sizes = {name: count for name, (count, _) in counts_per_table.items()}
+        collected = CollectedChangeSets(actions, loaded_at, alone, sizes, typing)
+    writer = _Batch(engine, lake, source, commit_info, loaded_at, actions, collected, recluster, multisets, batch)
     tables: dict[str, dict] = {}
     try:
         for db, table in sorted({(s.db, s.table) for s in shapes} | set(events_by_table) - held_ids):
@@ -402,9 +358,12 @@ def _unsupported(event: DdlEvent) -> dict:
 class _Batch:
     """Writes one batch, table by table: segments of changes interleaved with the table's DDL."""
 
-    def __init__(self, engine, lake, source, commit_info, loaded_at, actions, recluster, multisets, batch) -> None:
+    def __init__(
+        self, engine, lake, source, commit_info, loaded_at, actions, collected, recluster, multisets, batch
+    ) -> None:
         self.engine, self.lake, self.source, self.batch = engine, lake, source, batch
         self.commit_info, self.loaded_at, self.actions = commit_info, loaded_at, actions
+        self.collected: CollectedChangeSets | None = collected  # the segments' change sets, for delta-rs
         self.multisets: _Multisets = multisets
         self.retention = timedelta(hours=source.tombstone_retention_hours)
         self.recluster = recluster
@@ -471,10 +430,16 @@ class _Batch:
             self.file_size,
             self.truncations.get((location.db, location.table)),
         )
-        columns = self.engine.schema(table.uri) if self.engine.exists(table.uri) else pa.schema([])
-        shape, actions = self._without_case_twins(location, shape, actions, columns)
+        columns = silver_columns(self.engine, table.uri)
+        twins = case_twins(shape, columns)
+        if twins:
+            shape, actions = self._without_case_twins(location, shape, actions, twins)
         as_text = _held_as_text(columns, shape)
-        change_set = staged(self.engine, typed_change_set(actions, shape, self.loaded_at, as_text))
+        change_set: ChangeSet
+        if self.collected is not None and not twins and self.collected.expects(shape):
+            change_set = ArrowChangeSet(self.collected.change_set(shape, as_text))
+        else:
+            change_set = staged(self.engine, typed_change_set(actions, shape, self.loaded_at, as_text))
         change_set = self._as_of_schema(table.uri, shape, actions, change_set)
         add_columns = self.source.auto_add_columns
         quarantine = partial(self._quarantine, location)
@@ -498,22 +463,12 @@ class _Batch:
             self.rejection_reasons[rejection.reason] = self.rejection_reasons.get(rejection.reason, 0) + 1
 
     def _without_case_twins(
-        self, location: D.TableLocation, shape: TableShape, actions: DataFrame, columns: pa.Schema
+        self, location: D.TableLocation, shape: TableShape, actions: DataFrame, twins: dict[str, str]
     ) -> tuple[TableShape, DataFrame]:
-        """The segment without the changes whose image names a column differing only by case from one of the
-        table's columns, or from one the segment names before it (Delta takes the two as one column: adding it
-        failed, and held the table back at every run). Those changes go to the apply quarantine, as data
-        messages naming such twins together are quarantined at parse (`lakeloader.parse.framing`); no column is
-        renamed. Usually there is none, and nothing is read."""
-        spelled = {f.name.lower(): f.name for f in columns}  # the table's columns
-        twins: dict[str, str] = {}
-        for name, _ in shape.columns:
-            kept = spelled.setdefault(name.lower(), name)
-            if kept != name:
-                twins[name] = kept
-        if not twins:
-            return shape, actions
-        selected = (F.col("db") == shape.db) & (F.col("table") == shape.table) & (F.col("segment") == shape.segment)
+        """The segment without the changes whose image names one of its `case_twins`. Those changes go to the
+        apply quarantine, as data messages naming such twins together are quarantined at parse
+        (`lakeloader.parse.framing`); no column is renamed."""
+        selected = segment_rows(shape)
         naming = F.exists(F.map_keys("image"), lambda k: k.isin(*twins))
         fields = ["image", "seq", "seq2", "origin_file", "origin_line", E.ACTION]
         rejections = []
@@ -640,6 +595,33 @@ def _keyed_tables(
     return keyed
 
 
+def silver_columns(engine: TableEngine, uri: str) -> pa.Schema:
+    """The silver table's columns (none before it exists)."""
+    return engine.schema(uri) if engine.exists(uri) else pa.schema([])
+
+
+def case_twins(shape: TableShape, columns: pa.Schema) -> dict[str, str]:
+    """The segment's columns differing only by case from one of the table's `columns`, or from one the segment
+    names before it, each with the name it differs from (Delta takes the two as one column: adding it failed, and
+    held the table back at every run). Usually none."""
+    spelled = {f.name.lower(): f.name for f in columns}
+    twins: dict[str, str] = {}
+    for name, _ in shape.columns:
+        kept = spelled.setdefault(name.lower(), name)
+        if kept != name:
+            twins[name] = kept
+    return twins
+
+
+def _typing(engine: TableEngine, lake: Store, source: str, shape: TableShape) -> Typing | None:
+    """How a segment typed from the batch's actions will be typed at its turn (None: it has case twins, so
+    it is typed from fewer actions)."""
+    columns = silver_columns(engine, lake.child(D.TableLocation(source, shape.db, shape.table).silver_key()))
+    if case_twins(shape, columns):
+        return None
+    return Typing.of(shape, _held_as_text(columns, shape))
+
+
 def _held_as_text(columns: pa.Schema, shape: TableShape) -> set[str]:
     """The columns the table holds as text (`columns`) that the batch declares of another type (binary aside):
     they take the changes' canonical text, the value as the source wrote it, rather than an engine's rendering of
@@ -650,7 +632,7 @@ def _held_as_text(columns: pa.Schema, shape: TableShape) -> set[str]:
 
 def _declared_after(actions: DataFrame, shape: TableShape, mark: tuple[Decimal, Decimal]) -> set[str]:
     """The columns that the segment's changes newer than `mark` carry."""
-    selected = (F.col("db") == shape.db) & (F.col("table") == shape.table) & (F.col("segment") == shape.segment)
+    selected = segment_rows(shape)
     seq, seq2 = F.col("seq").cast(C.SEQ_TYPE), F.col("seq2").cast(C.SEQ_TYPE)
     first, second = F.lit(mark[0]).cast(C.SEQ_TYPE), F.lit(mark[1]).cast(C.SEQ_TYPE)
     newer = (seq > first) | ((seq == first) & (seq2 > second))
