@@ -27,8 +27,8 @@ from lakeloader.apply.key_actions import POSITION, TableShape
 from lakeloader.apply.table_identity import TableId
 from lakeloader.engine import base as E
 
-# Changes held in the driver for segments collected with an earlier one (about 35 MB of Arrow for a table of
-# ten columns): bounds what grouping adds to the driver's memory
+# Changes held in the driver for segments collected with an earlier one (about 25 MB of Arrow for the benchmark's
+# tables of nine columns): bounds what grouping adds to the driver's memory
 HELD_CHANGES = 100_000
 MEMBER = "_cdc_member"  # which segment of a collection a change is of (the prefix is the loader's, no column's)
 
