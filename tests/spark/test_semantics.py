@@ -21,6 +21,8 @@ from lakeloader.engine import base as E
 from lakeloader.engine.deltars import DeltaRsEngine
 from tools.cdcgen import dataworks as dw
 
+SHARD = dw.TableSpec("shop", "items_2", ITEMS.columns, ITEMS.primary_key)
+
 
 def write(exports: Path, name: str, lines: list[str], hour: datetime) -> None:
     path = exports / name
@@ -29,8 +31,8 @@ def write(exports: Path, name: str, lines: list[str], hour: datetime) -> None:
     os.utime(path, (hour.timestamp() + 60, hour.timestamp() + 60))
 
 
-def items_table(source: SourceConfig) -> list[tuple]:
-    uri = str(Path(source.lake_root) / zones.silver_table_dir(source.name, "shop", "items"))
+def items_table(source: SourceConfig, table: str = "items") -> list[tuple]:
+    uri = str(Path(source.lake_root) / zones.silver_table_dir(source.name, "shop", table))
     return sorted((r["id"], r["name"], r["qty"]) for r in DeltaRsEngine().read(uri).to_pylist())
 
 
@@ -245,6 +247,22 @@ def test_random_streams_in_shuffled_hours_equal_the_model(spark, tmp_path_factor
     files, model, order = random_stream(seed)
     (result,) = load_in_orders(spark, tmp_path, files, [[*order, order[0]]])
     assert result == model
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(min_value=0, max_value=2**32 - 1))
+def test_random_streams_into_two_shards_of_one_shape_equal_each_shards_model(spark, tmp_path_factory, seed):
+    """The oracle over two tables of one shape, whose change sets reach the driver in one collection
+    (`lakeloader.apply.typed_change_sets`): each shard's silver table equals its own model."""
+    files, model, order = random_stream(seed)
+    shard_files, shard_model, _ = random_stream(seed ^ 1, SHARD, first_seq=1_000)
+    source = make_source(tmp_path_factory.mktemp("shards"))
+    for hour, lines in files.items():
+        write(Path(source.export_uri), f"part-{hour:%H}.json", lines + shard_files[hour], hour)
+
+    run_hours(spark, source, [*order, order[0]], emit=lambda _: None)
+
+    assert (items_table(source), items_table(source, SHARD.table)) == (model, shard_model)
 
 
 def test_tables_and_tombstones_written_before_positions_gain_the_column_and_count_as_oldest(tmp_path):
