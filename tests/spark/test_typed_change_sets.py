@@ -106,6 +106,22 @@ def test_the_room_for_held_changes_bounds_how_many_segments_one_job_collects(spa
         assert table.equals(typed_alone(actions, shape)), shape.name
 
 
+def test_a_segment_with_more_changes_than_the_room_is_collected_alone_and_leaves_the_others_waiting(spark, batch):
+    actions, shapes, changes = batch
+    orders_0, orders_1, orders_2 = shapes[1:]
+    room = changes[("shop", "orders_1")]  # orders_2 has more changes than that
+    per_collection, _ = jobs_of(spark, lambda: typed_alone(actions, orders_0))
+    order = [orders_2, orders_0, orders_1]
+    collected = CollectedChangeSets(actions, LOADED_AT, order, changes, lambda s: Typing.of(s, ()), room)
+
+    taken = [jobs_of(spark, lambda s=s: collected.change_set(s, ())) for s in order]
+
+    # orders_2 alone (it would have taken orders_0 along), then orders_0 and orders_1 in one collection
+    assert [jobs for jobs, _ in taken] == [per_collection, per_collection, 0]
+    for shape, (_, table) in zip(order, taken, strict=True):
+        assert table.equals(typed_alone(actions, shape)), shape.name
+
+
 def test_a_segment_typed_otherwise_at_its_turn_than_when_collected_is_typed_again(spark, batch):
     actions, shapes, changes = batch
     collected = CollectedChangeSets(actions, LOADED_AT, shapes, changes, lambda s: Typing.of(s, ()))

@@ -133,14 +133,15 @@ class CollectedChangeSets:
         self._actions, self._loaded_at, self._changes, self._typing_of = actions, loaded_at, changes, typing_of
         self._waiting = {_segment_id(s): s for s in segments}  # not collected yet
         self._held: dict[SegmentId, tuple[Typing, pa.Table]] = {}  # collected with an earlier segment
-        self._room = held_changes
+        self._held_changes, self._room = held_changes, held_changes
 
     def expects(self, shape: TableShape) -> bool:
         return _segment_id(shape) in self._waiting or _segment_id(shape) in self._held
 
     def change_set(self, shape: TableShape, as_text: Collection[str]) -> pa.Table:
         """The segment's typed change set (`typed_change_set` as Arrow): collected with an earlier segment typed
-        alike, else now, with the waiting segments typed alike that the room for held changes allows."""
+        alike, else now, with the waiting segments typed alike that the room for held changes allows (a segment
+        larger than that room is collected alone: the split copies each segment's rows once)."""
         typing = Typing.of(shape, as_text)
         held = self._held.pop(_segment_id(shape), None)
         if held is not None:
@@ -148,6 +149,8 @@ class CollectedChangeSets:
             if held[0] == typing:
                 return held[1]
         self._waiting.pop(_segment_id(shape), None)
+        if self._size(shape) > self._held_changes:  # alone, so that splitting never copies a large segment
+            return typed_change_set(self._actions, shape, self._loaded_at, typing.as_text).toArrow()
         members = [shape, *self._alike(shape, typing)]
         member = F.when(segment_rows(shape), 0)
         for index, other in enumerate(members[1:], 1):
