@@ -328,15 +328,15 @@ def _perform(
         deleted = truncate(engine, SilverTable(uri, lake.child(location.tombstones_key()), key, info), order)
         return Outcome(APPLIED, f"deleted {deleted} rows older than this statement; older changes are ignored")
     if isinstance(op, S.RenameTable):
-        return _rename_table(lake, location, op, order, exists)
+        return _rename_table(engine, lake, location, op, order, exists)
     if isinstance(op, S.DropTable):
         # recorded also when the table has no silver table yet: its older changes, in an hour applied later, are
         # not loaded (ddl.moves: a name's changes no newer than its drop belong nowhere). Moved first: a rerun
         # after a failure between the two finds no table and records the drop
         archive = zones.archive_dir(location.source, location.db, location.table, order)
         if exists:
-            lake.move_tree(location.silver_key(), archive)
-            _move_if_present(lake, location.tombstones_key(), f"{archive}-tombstones")
+            _move_table(engine, lake, location.silver_key(), archive)
+            _move_table(engine, lake, location.tombstones_key(), f"{archive}-tombstones")
         record_move(lake, location.source, TableMove((location.db, location.table), None, order))
         if not exists:
             return Outcome(APPLIED, "recorded: no silver table yet, so older changes are not loaded")
@@ -448,7 +448,9 @@ def _merged_type(first: str, second: str) -> str | None:
     return first if is_widening(second, first) else None
 
 
-def _rename_table(lake: Store, location: TableLocation, op: S.RenameTable, order: OrderKey, exists: bool) -> Outcome:
+def _rename_table(
+    engine: TableEngine, lake: Store, location: TableLocation, op: S.RenameTable, order: OrderKey, exists: bool
+) -> Outcome:
     """Move the table (when it has a silver table) and record the move, so its changes in this batch after the
     rename, and its older changes in hours applied later, load under the new name."""
     target = TableLocation(location.source, op.new.db or location.db, op.new.table)
@@ -458,8 +460,8 @@ def _rename_table(lake: Store, location: TableLocation, op: S.RenameTable, order
     if lake.stat(f"{target.silver_key()}/_delta_log/00000000000000000000.json") is not None:
         raise UnsupportedOperation(f"renaming to {target.db}.{target.table}, which already has a silver table")
     if exists:
-        lake.move_tree(location.silver_key(), target.silver_key())
-        _move_if_present(lake, location.tombstones_key(), target.tombstones_key())
+        _move_table(engine, lake, location.silver_key(), target.silver_key())
+        _move_table(engine, lake, location.tombstones_key(), target.tombstones_key())
     record_move(lake, location.source, move)
     old = f"{location.db}.{location.table}"
     location.db, location.table = target.db, target.table
@@ -468,6 +470,9 @@ def _rename_table(lake: Store, location: TableLocation, op: S.RenameTable, order
     return Outcome(APPLIED, f"moved silver table {old} to {target.db}.{target.table}")
 
 
-def _move_if_present(lake: Store, prefix: str, new_prefix: str) -> None:
+def _move_table(engine: TableEngine, lake: Store, prefix: str, new_prefix: str) -> None:
+    """Move a table's tree, if there is one, where the engine does not see it: it lets go of both places."""
     if next(iter(lake.list(prefix + "/")), None) is not None:
         lake.move_tree(prefix, new_prefix)
+    engine.let_go(lake.child(prefix))
+    engine.let_go(lake.child(new_prefix))

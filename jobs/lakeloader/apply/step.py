@@ -139,7 +139,8 @@ def run_apply(
     log = partial(read_change_log, spark, lake, source.name)  # read only when the hour touches a keyless table
     commit_info = {"lakeloader.hour": hour_text}
     due = recluster_due(source, hour)
-    applied = apply_changes(source, bronze, log, lake, engine, hour_text, commit_info, recluster=due)
+    with engine.tables_held():
+        applied = apply_changes(source, bronze, log, lake, engine, hour_text, commit_info, recluster=due)
     write_held_back(lake, source.name, hour_text, held, applied["held_back"])
     report: ApplyReport = {"source": source.name, "hour": hour_text, **applied}
     lake.write_bytes(zones.run_report_key(source.name, hour, "apply"), json.dumps(report, indent=1).encode())

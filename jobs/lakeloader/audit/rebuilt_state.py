@@ -31,7 +31,8 @@ def replica(spark: SparkSession, source: SourceConfig, lake: Store, purpose: str
         log = read_change_log(spark, lake, source.name)
         engine = engine_for(source)
         commit_info = {"lakeloader.step": f"{purpose} replica", "lakeloader.label": label}
-        apply_changes(source, log, lambda: log, scratch, engine, "all", commit_info)
+        with engine.tables_held():
+            apply_changes(source, log, lambda: log, scratch, engine, "all", commit_info)
         yield scratch
     finally:
         lake.delete_tree(root)

@@ -8,6 +8,7 @@ also carry `_cdc_partial` (the row's image holds only some columns) and `_cdc_pr
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -241,6 +242,16 @@ def converts_exactly(values: pa.Array | pa.ChunkedArray, arrow: pa.DataType) -> 
 
 
 class TableEngine(Protocol):
+    def tables_held(self) -> AbstractContextManager[None]:
+        """A stretch in which only this engine commits to the tables it touches (apply, under the source's lock),
+        so an engine may keep each table loaded rather than read its log again at every call."""
+        ...
+
+    def let_go(self, uri: str) -> None:
+        """The table at `uri` was moved or removed by other means than the engine (DDL's table moves): a table
+        held there is read again at its next use."""
+        ...
+
     def exists(self, uri: str) -> bool: ...
 
     def create(

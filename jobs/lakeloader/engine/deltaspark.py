@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import date, datetime
 from decimal import Decimal
 from functools import partial
@@ -114,6 +114,13 @@ class DeltaSparkEngine:
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
+
+    def tables_held(self) -> AbstractContextManager[None]:
+        """Delta on Spark keeps each table's log cached itself (and checks it for new commits at each use)."""
+        return nullcontext()
+
+    def let_go(self, uri: str) -> None:
+        """Nothing is held (`tables_held`)."""
 
     def _spark_frame(self, rows: pa.Table) -> DataFrame:
         """Arrow rows as a Spark frame of the same types (`spark_type`)."""
