@@ -1,6 +1,7 @@
 """delta-rs keeps each table loaded while tables are held (apply, under the source's lock): reads see every
 commit the engine makes, whether through the held table or by the table's URI, and a commit that fails lets
-the table go, so the next read loads the log again. A commit from elsewhere is seen once the hold ends."""
+the table go, so the next read loads the log again, and beyond a bound the least recently used table is let go.
+A commit from elsewhere is seen once the hold ends."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from lakeloader.engine import deltars
 from lakeloader.engine.base import ACTION, UPSERT, Compare
 from lakeloader.engine.deltars import DeltaRsEngine
 
@@ -92,3 +94,18 @@ def test_holds_nest_and_end_with_the_outermost(tmp_path) -> None:
         write_deltalake(uri, ROWS, mode="append")
         still_held = engine.version(uri)
     assert (still_held, engine.version(uri)) == (0, 1)
+
+
+def test_the_least_recently_used_table_is_let_go_beyond_the_bound(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(deltars, "HELD_TABLES", 2)
+    first, second, third = (_table(tmp_path / name) for name in ("a", "b", "c"))
+    engine = DeltaRsEngine()
+
+    with engine.tables_held():
+        for uri in (first, second, first, third):  # `second` is the least recently used when `third` comes
+            engine.version(uri)
+        for uri in (first, second, third):
+            write_deltalake(uri, ROWS, mode="append")
+        versions = [engine.version(uri) for uri in (first, third, second)]  # the two held ones first
+
+    assert versions == [0, 0, 1]
