@@ -233,8 +233,8 @@ class DeltaRsEngine:
     @contextmanager
     def tables_held(self) -> Iterator[None]:
         """Within it, each table is loaded once and kept: apply reads a table's schema, version and properties
-        about 24 times per table and hour, and each load reads the log's checkpoint and commits (2.5 ms on a
-        local disk, about 60 on a loopback S3). A held `DeltaTable` follows the commits made through it
+        about 15 times per table and hour, and each load lists the log and reads its checkpoint and commits
+        (2.5 ms on a local disk, 30-60 on a loopback S3). A held `DeltaTable` follows the commits made through it
         (`_commits`); a write by URI lets it go (`_writes_by_uri`). Only for a stretch in which nobody else
         commits to these tables (apply, under the source's lock): a commit from elsewhere would go unseen.
         Nested uses share the outermost one's tables. At most `HELD_TABLES` are held, the least recently used let
