@@ -84,6 +84,8 @@ def exercise(engine, root: str) -> dict:
     )  # fmt: skip
     record["merges"] = [[m.inserted, m.updated, m.deleted] for m in (first, second)]
     record["after_merges"] = rows(engine, uri)
+    projected = engine.read(uri, ["n", "id"])
+    record["read_columns"] = [projected.column_names, sorted(projected.to_pylist(), key=repr)]
     newer = E.after((E.SEQ, E.SEQ2), (Decimal(10), Decimal(0)))
     record["row_count"] = [engine.row_count(uri), engine.row_count(uri, newer)]  # all; those newer than (10, 0)
     record["converts"] = [engine.converts(uri, "name", pa.int64()), engine.converts(uri, "n", pa.int8())]

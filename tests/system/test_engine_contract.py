@@ -34,6 +34,7 @@ EXPECTED = {
     # 3 inserted; then the older upsert of 1 ignored, 2 updated (its partial image: only n), 3 deleted
     "merges": [[3, 0, 0], [0, 1, 1]],
     "after_merges": [[1, "a", 1], [2, "b", 20]],
+    "read_columns": [["n", "id"], [{"n": 1, "id": 1}, {"n": 20, "id": 2}]],
     "row_count": [2, 1],
     "converts": [False, True],  # names "a", "b" are not integers; n's 1 and 20 fit a tinyint
     "widened": ["n:int64", "extra:string"],

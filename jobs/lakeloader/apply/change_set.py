@@ -240,7 +240,8 @@ class ArrowChangeSet:
 
     def without_stale_upserts(self, engine: TableEngine, tombstones_uri: str, key: Sequence[str]) -> ArrowChangeSet:
         change_set = self.table
-        held = engine.read(tombstones_uri)
+        names = engine.schema(tombstones_uri).names
+        held = engine.read(tombstones_uri, [*key, *(c for c in E.ORDERING_COLUMNS if c in names)])
         if E.POSITION not in held.column_names:  # written before positions: NULL, the oldest
             held = held.append_column(E.POSITION, pa.nulls(held.num_rows, pa.string()))
         tombstones = held.select([*key, *E.ORDERING_COLUMNS])
@@ -279,7 +280,7 @@ class ArrowChangeSet:
         row, occurrence = multiset.ROW_ID, multiset.OCCURRENCE
         upserts = change_set.filter(pc.equal(change_set[E.ACTION], E.UPSERT))
         wanted = upserts.group_by(row).aggregate([(occurrence, "max")])
-        held = engine.read(uri).select([row, occurrence])
+        held = engine.read(uri, [row, occurrence])
         held = held.filter(pc.is_in(held[row], value_set=pc.unique(change_set[row])))
         held = held.join(wanted, keys=row, join_type="left outer")
         surplus = held.filter(pc.greater(held[occurrence], pc.coalesce(held[f"{occurrence}_max"], 0)))

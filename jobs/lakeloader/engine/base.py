@@ -321,7 +321,10 @@ class TableEngine(Protocol):
         the few files holding them; returns the files written."""
         ...
 
-    def read(self, uri: str) -> pa.Table: ...
+    def read(self, uri: str, columns: Sequence[str] | None = None) -> pa.Table:
+        """The table's current rows (only `columns`, when given: apply's state checks need a few columns of a
+        table that may be wide)."""
+        ...
 
     def append(self, uri: str, rows: pa.Table) -> None:
         """Append rows, creating the table (with their schema) if it does not exist (audit tables)."""

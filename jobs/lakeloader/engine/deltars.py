@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Decimal
@@ -460,8 +460,9 @@ class DeltaRsEngine:
             metrics = optimize.compact(target_size=file_size, commit_properties=commit)
         return int(metrics["numFilesAdded"])
 
-    def read(self, uri: str) -> pa.Table:
-        table = pa.table(pa.RecordBatchReader.from_stream(self._table(uri).scan()))
+    def read(self, uri: str, columns: Sequence[str] | None = None) -> pa.Table:
+        chosen = None if columns is None else list(columns)
+        table = pa.table(pa.RecordBatchReader.from_stream(self._table(uri).scan(columns=chosen)))
         return table.cast(pa.schema([_plain(f) for f in table.schema]))
 
     @_writes_by_uri

@@ -12,7 +12,7 @@ JSON in Delta's `userMetadata`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import date, datetime
 from decimal import Decimal
@@ -307,8 +307,9 @@ class DeltaSparkEngine:
             result = optimize.executeZOrderBy(columns[0]) if len(columns) == 1 else optimize.executeCompaction()
         return int(result.collect()[0]["metrics"]["numFilesAdded"])
 
-    def read(self, uri: str) -> pa.Table:
-        return self._frame(uri).toArrow()
+    def read(self, uri: str, columns: Sequence[str] | None = None) -> pa.Table:
+        frame = self._frame(uri)
+        return (frame if columns is None else frame.select(*columns)).toArrow()
 
     def append(self, uri: str, rows: pa.Table) -> None:
         self._spark_frame(rows).write.format("delta").mode("append").save(self._path(uri))
