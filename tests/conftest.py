@@ -244,7 +244,7 @@ def spark():
     """A local[2] SparkSession configured as the jobs configure theirs."""
     from lakeloader.spark import spark_session
 
-    os.environ.setdefault("SPARK_CONF_DIR", str(REPO_ROOT / "config" / "spark"))  # as bin/with-airflow sets it
+    # config/spark/local.conf's settings come in SPARK_SUBMIT_OPTS, set by bin/with-airflow (`make test` runs under it)
     with_c1 = os.environ["SPARK_SUBMIT_OPTS"]
     os.environ["SPARK_SUBMIT_OPTS"] = _SUBMIT_OPTS  # the full JIT for this long-lived session (SHORT_JVM_OPTIONS above)
     try:

@@ -1,5 +1,6 @@
 """`lakeloader.spark.spark_session`: its DEFAULTS fill in what nothing else set, and never override a setting
-the driver was started with (spark-submit's --conf, the conf dir's spark-defaults.conf)."""
+the driver was started with (spark-submit's --conf, the conf dir's spark-defaults.conf, the local setup's
+config/spark/local.conf given as -D options by bin/with-airflow)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,20 @@ from pathlib import Path
 
 from lakeloader.spark import DEFAULTS
 
-SPARK_DEFAULTS = Path(__file__).resolve().parents[2] / "config" / "spark" / "spark-defaults.conf"
+LOCAL_CONF = Path(__file__).resolve().parents[2] / "config" / "spark" / "local.conf"
 
 
 def _configured(key: str) -> str:
-    """The value config/spark/spark-defaults.conf gives `key`."""
-    for line in SPARK_DEFAULTS.read_text().splitlines():
+    """The value config/spark/local.conf gives `key`."""
+    for line in LOCAL_CONF.read_text().splitlines():
         name, _, value = line.strip().partition(" ")
         if name == key:
             return value.strip()
     raise KeyError(key)
 
 
-def test_the_conf_dirs_settings_win_over_the_defaults_which_fill_in_the_rest(spark):
-    # the tests' session runs with SPARK_CONF_DIR=config/spark, as spark-submit would read it
+def test_the_local_settings_win_over_the_defaults_which_fill_in_the_rest(spark):
+    # the tests' session runs under bin/with-airflow, which gives the driver config/spark/local.conf as -D options
     assert _configured("spark.sql.shuffle.partitions") != DEFAULTS["spark.sql.shuffle.partitions"]
     assert spark.conf.get("spark.sql.shuffle.partitions") == _configured("spark.sql.shuffle.partitions")
     assert spark.conf.get("spark.sql.session.timeZone") == DEFAULTS["spark.sql.session.timeZone"]

@@ -38,7 +38,7 @@ from tools.bench.workspace import Layout, clone_tables, source_config
 
 ENGINES = ("delta_rs", "delta_spark")
 # Delta on Spark rebuilds a table's state after each commit in this many partitions (Delta's default is 50),
-# as config/spark/spark-defaults.conf sets it for local runs
+# as config/spark/local.conf sets it for local runs
 SESSION_CONF = {"spark.databricks.delta.snapshotPartitions": "1"}
 
 
