@@ -74,11 +74,12 @@ test: setup
 	bin/with-airflow $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 # The benchmark (docs/performance.md); not part of `make test`. BENCH_ARGS adds options, e.g. BENCH_ARGS="--no-verify".
+# Under bin/with-airflow, as the steps run: config/spark/local.conf's settings and the archive of Spark's classes.
 bench: setup
-	$(PY) -m tools.bench all $(BENCH_ARGS)
+	bin/with-airflow $(PY) -m tools.bench all $(BENCH_ARGS)
 
 bench-small: setup
-	$(PY) -m tools.bench all --scale 0.02 $(BENCH_ARGS)
+	bin/with-airflow $(PY) -m tools.bench all --scale 0.02 $(BENCH_ARGS)
 
 # lint-imports: the import contracts in pyproject.toml (docs/architecture.md, "Packages and boundaries");
 # mypy: the type check of lakeloader and lakeloader_airflow, configured in pyproject.toml.

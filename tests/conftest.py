@@ -49,10 +49,11 @@ from hypothesis import settings
 # for the whole run, where the full JIT pays for itself, and keeps it. These short-lived JVMs also skip the
 # bytecode verification of the jars' classes (Spark's, Delta's: the pinned, checksummed jars), which a cold step
 # spends about a second of its ~12 on (a tiny hour's parse and apply spark-submits: 12.6 -> 11.7 s, 11.3 -> 10.5 s).
+# pytest-xdist's workers inherit the controller's environment, which already holds these options when a worker
+# imports this file: taken out here, so that the session's options are the user's own in every process.
 SHORT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote"
-_SUBMIT_OPTS = os.environ.get("SPARK_SUBMIT_OPTS", "")
-if SHORT_JVM_OPTIONS not in _SUBMIT_OPTS:
-    os.environ["SPARK_SUBMIT_OPTS"] = f"{_SUBMIT_OPTS} {SHORT_JVM_OPTIONS}".strip()
+_SUBMIT_OPTS = " ".join(os.environ.get("SPARK_SUBMIT_OPTS", "").replace(SHORT_JVM_OPTIONS, "").split())
+os.environ["SPARK_SUBMIT_OPTS"] = f"{_SUBMIT_OPTS} {SHORT_JVM_OPTIONS}".strip()
 
 # ---------------------------------------------------------------------------------------------------------------
 # Tiers and Hypothesis profiles
