@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from conftest import SHORT_JVM_OPTIONS
+
 from lakeloader.spark import DEFAULTS
 
 LOCAL_CONF = Path(__file__).resolve().parents[2] / "config" / "spark" / "local.conf"
@@ -32,8 +34,6 @@ def test_the_local_settings_win_over_the_defaults_which_fill_in_the_rest(spark):
 def test_the_long_lived_session_compiles_with_the_full_jit_while_the_steps_it_submits_use_c1(spark):
     # tests/conftest.py gives submitted steps C1 only; the `spark` session, which lives for the whole run, keeps the
     # full JIT, also in a pytest-xdist worker (which inherits the controller's environment, C1 options included)
-    from conftest import SHORT_JVM_OPTIONS
-
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     arguments = list(runtime.getInputArguments())
     assert "-XX:TieredStopAtLevel=1" not in arguments
