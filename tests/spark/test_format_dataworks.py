@@ -1,4 +1,5 @@
-"""DataWorks JSON (`dataworks_json`): Oracle row ids, schema names, scn, every op of the op list, exact numbers.
+"""DataWorks JSON (`dataworks_json`): Oracle row ids, schema names (part of a table's name, in data and DDL), scn,
+every op of the op list, exact numbers, booleans.
 
 The document examples and real captures are covered by test_parse_dataworks.py; the scripted apply
 scenarios by test_apply.py.
@@ -10,7 +11,7 @@ import json
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from format_support import FIXTURES, parse_files, parse_lines, run, silver_rows, source_for, write_export
+from format_support import FIXTURES, parse_files, parse_lines, report, run, silver_rows, source_for, write_export
 
 EVERY_OP = FIXTURES / "dataworks_json" / "oracle_and_every_op.jsonl"
 ORACLE_LINES = EVERY_OP.read_text().splitlines()[:3]
@@ -24,7 +25,8 @@ def test_oracle_table_without_primary_key_is_keyed_by_rowid(spark):
         ("data", "UPDATE"),
         ("data", "DELETE"),
     ]
-    assert (insert["db"], insert["schema_name"], insert["table"]) == ("myDatabase", "mySchema", "tableName")
+    # a schema other than the database is part of the table's name (README "Configuration")
+    assert (insert["db"], insert["schema_name"], insert["table"]) == ("myDatabase.mySchema", "mySchema", "tableName")
     assert insert["primary_key"] == ["rowid"]
     assert insert["after"] == {
         "id": "111",
@@ -110,7 +112,7 @@ def test_oracle_rowid_table_loads_end_to_end(spark, tmp_path):
 
     reports = run(spark, source)
 
-    assert silver_rows(source, "myDatabase", "tableName") == [
+    assert silver_rows(source, "myDatabase.mySchema", "tableName") == [
         {
             "id": 7,
             "name": "scooter",
@@ -120,7 +122,7 @@ def test_oracle_rowid_table_loads_end_to_end(spark, tmp_path):
         }
     ]
     apply = next(r for r in reports if r["step"] == "apply")
-    assert apply["tables"]["myDatabase.tableName"]["rows"] == 1
+    assert apply["tables"]["myDatabase.mySchema.tableName"]["rows"] == 1
 
 
 def test_double_columns_keep_the_exact_digits_sent_unless_configured(spark, tmp_path):
@@ -139,7 +141,11 @@ def test_double_columns_keep_the_exact_digits_sent_unless_configured(spark, tmp_
             ("a.json", {}),
             (
                 "b.json",
-                {"column_types": {"myDatabase.tableName": {"big": "decimal(20,0)", "amount": "decimal(38,10)"}}},
+                {
+                    "column_types": {
+                        "myDatabase.mySchema.tableName": {"big": "decimal(20,0)", "amount": "decimal(38,10)"}
+                    }
+                },
             ),
         )
     )
@@ -152,3 +158,79 @@ def test_double_columns_keep_the_exact_digits_sent_unless_configured(spark, tmp_
     assert [(t["big"], t["amount"]) for t in types] == [("string", "string"), ("decimal(20,0)", "decimal(38,10)")]
     assert (configured[0]["after"]["amount"], configured[0]["reject_reason"]) == ("643039551737872.6580126300", None)
     assert configured[1]["reject_reason"] == "value does not match its declared type in column(s): amount"
+
+
+def _insert(schema: str | None, key: int, value: str, sequence: int, columns: dict | None = None) -> str:
+    """An INSERT into table `orders` of database `shop`, schema `schema` (a PostgreSQL source)."""
+    values = {"id": key, "v": value} | (columns or {})
+    declared = [{"name": "id", "type": "LONG"}] + [{"name": n, "type": "STRING"} for n in values if n != "id"]
+    origin = {"dbType": "PostgreSQL", "dbName": "shop", "schemaName": schema, "tableName": "orders"}
+    return json.dumps(
+        {
+            "schema": {"dataColumn": declared, "primaryKey": ["id"], "source": origin},
+            "payload": {
+                "before": None,
+                "after": {"dataColumn": values},
+                "sequenceId": str(sequence),
+                "timestamp": {"eventTime": 1763686800000},
+                "op": "INSERT",
+                "ddl": None,
+            },
+            "version": "0.0.1",
+        }
+    )
+
+
+def _ddl(schema: str, text: str, sequence: int) -> str:
+    origin = {"dbType": "PostgreSQL", "dbName": "shop", "schemaName": schema, "tableName": "orders"}
+    return json.dumps(
+        {
+            "schema": {"source": origin},
+            "payload": {"sequenceId": str(sequence), "op": "ALTER", "ddl": {"text": text}},
+            "version": "0.0.1",
+        }
+    )
+
+
+def test_tables_of_two_schemas_stay_two_tables_and_ddl_names_them_by_schema(spark, tmp_path):
+    """`schemaName` (PostgreSQL, SQL Server, Oracle sources) is part of a table's name, as Debezium's schema is: the
+    same table name in two schemas is two tables (a schema in `unqualified_schemas`, default public, leaves the
+    name `db.table`), and a statement's `sales.orders` names schema sales of the message's database."""
+    source = source_for("dataworks_json", tmp_path)
+    lines = [
+        _insert("sales", 1, "sales one", 7000),
+        _insert("public", 1, "public one", 7001),
+        _ddl("sales", "ALTER TABLE sales.orders ADD COLUMN note VARCHAR(10)", 7002),
+        _insert("sales", 2, "sales two", 7003, {"note": "noted"}),
+        _insert(None, 3, "no schema", 7004),
+    ]
+    write_export(source, "topic/part-0.json", lines)
+
+    reports = run(spark, source)
+
+    assert silver_rows(source, "shop.sales", "orders") == [
+        {"id": 1, "v": "sales one", "note": None},
+        {"id": 2, "v": "sales two", "note": "noted"},
+    ]
+    assert silver_rows(source, "shop", "orders") == [{"id": 1, "v": "public one"}, {"id": 3, "v": "no schema"}]
+    apply = report(reports, "apply")
+    assert sorted(apply["tables"]) == ["shop.orders", "shop.sales.orders"]
+    assert apply["ddl"] == {"applied": 1}
+
+
+def test_boolean_values_other_than_json_true_and_false_are_quarantined(spark, tmp_path):
+    """BOOLEAN is JSON's boolean, valid values true and false (seed 000); Spark's cast would also take "yes", "t",
+    "TRUE", 1 or 0, which are no DataWorks BOOLEAN values."""
+    message = json.loads(ORACLE_LINES[0])
+    message["schema"]["dataColumn"].append({"name": "ok", "type": "BOOLEAN"})
+    values = [True, False, "yes", "t", "TRUE", 1, 0, None]
+    lines = []
+    for value in values:
+        message["payload"]["after"]["dataColumn"]["ok"] = value
+        lines.append(json.dumps(message))
+
+    rows = parse_lines(spark, source_for("dataworks_json"), tmp_path, lines)
+
+    bad = "value does not match its declared type in column(s): ok"
+    assert [r["reject_reason"] for r in rows] == [None, None, *[bad] * 5, None]
+    assert [rows[i]["after"]["ok"] for i in (0, 1, 7)] == ["true", "false", None]

@@ -166,7 +166,8 @@ def apply_changes(
     per-table counts and DDL outcomes."""
     loaded_at = datetime.now(UTC).replace(microsecond=0)
     commit_info = {"lakeloader.source": source.name, "lakeloader.step": "apply", **commit_info}
-    events = [e for e in ddl_events(bronze, source.source_dialect) if source.includes(e.db, e.table)]
+    events = ddl_events(bronze, source.source_dialect, source.unqualified_schemas)
+    events = [e for e in events if source.includes(e.db, e.table)]
     if source.lower_case_table_names:  # the table a statement names, as the data names it (parse folds those)
         for event in events:
             event.db, event.table = event.db.lower(), event.table.lower()

@@ -162,8 +162,8 @@ class SourceConfig(_Strict):
     unqualified_schemas: tuple[str, ...] = Field(
         default=("public", "dbo"),
         description="schemas that do not qualify a table's database in its name: a table of any other schema "
-        "(Debezium `source.schema`) is named '<database>.<schema>.<table>'; a schema equal to the database "
-        "(MySQL) or absent never qualifies",
+        "(Debezium `source.schema`, DataWorks `schemaName`) is named '<database>.<schema>.<table>'; a schema equal "
+        "to the database (MySQL) or absent never qualifies",
     )
     s3_endpoint_url: str | None = Field(default=None, description="S3-compatible endpoint (e.g. http://127.0.0.1:9000)")
     engine: Literal["delta_rs", "delta_spark"] = Field(
@@ -204,7 +204,7 @@ class SourceConfig(_Strict):
     canal_binary_encoding: Literal["latin1", "base64"] = Field(
         default="latin1",
         description="how canal_json writes binary values: latin1 (open-source Canal: one ISO-8859-1 character per "
-        "byte) or base64 (OMS)",
+        "byte) or base64 (OMS, whose mysqlType names OMS's types: integers without signedness)",
     )
     topic_tables: dict[str, str] = Field(
         default_factory=dict,

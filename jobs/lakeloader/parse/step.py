@@ -99,13 +99,15 @@ def message_bytes(classified: DataFrame) -> Column:
 
 
 class ParseReport(TypedDict):
-    """The parse step's report (`audit/<source>/runs/<hour>/parse.json`): counts by outcome, table and reason."""
+    """The parse step's report (`audit/<source>/runs/<hour>/parse.json`): counts of messages by outcome, table and
+    reason, and of the changes the data messages hold."""
 
     source: str
     hour: str
     files: int
     lines: int
     outcomes: dict[str, int]
+    changes: int
     tables: dict[str, dict[str, int]]
     quarantine_reasons: dict[str, int]
 
@@ -216,8 +218,9 @@ def _publish_bronze(lake: Store, staged: str, bronze: str) -> None:
 
 
 def _report(staged: DataFrame, source: str, hour_text: str, files: int) -> ParseReport:
-    """Counts by outcome, by table and by quarantine reason, from one small aggregate of the staged rows'
-    small columns collected to the driver."""
+    """Counts of messages by outcome, by table and by quarantine reason (they add up to the lines read), and of the
+    changes the data messages hold (a Canal message may hold many rows, each a change), from one small aggregate
+    of the staged rows' small columns collected to the driver."""
     first_of_message = F.when(F.col("origin_index") == 0, 1).otherwise(0)  # a Canal message may hold many rows
     outcome = F.when(F.col(DESTINATION) == BRONZE, F.col("kind")).otherwise(F.col(DESTINATION))
     groups = (
@@ -229,7 +232,7 @@ def _report(staged: DataFrame, source: str, hour_text: str, files: int) -> Parse
     tables: dict[str, dict[str, int]] = {}
     reasons: dict[str, int] = {}
     for row in groups:
-        outcome, n = row[OUTCOME], row["n"]
+        outcome, n = row[OUTCOME], row["lines"]
         by_outcome[outcome] = by_outcome.get(outcome, 0) + n
         if row["table"] is not None:
             per_table = tables.setdefault(f"{row['db']}.{row['table']}", {})
@@ -242,6 +245,7 @@ def _report(staged: DataFrame, source: str, hour_text: str, files: int) -> Parse
         "files": files,
         "lines": sum(row["lines"] for row in groups),
         "outcomes": {k: by_outcome.get(k, 0) for k in (C.DATA, C.DDL, C.HEARTBEAT, C.CONTROL, EXCLUDED, QUARANTINED)},
+        "changes": sum(row["n"] for row in groups if row[OUTCOME] == C.DATA),
         "tables": dict(sorted(tables.items())),
         "quarantine_reasons": reasons,
     }

@@ -3,7 +3,8 @@ recorded in the schema history table (audit/<source>/schema_history, a Delta tab
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 
@@ -45,21 +46,72 @@ class DdlEvent:
         return (self.seq, self.seq2, self.origin_file, self.origin_line, self.origin_index)
 
 
-def ddl_events(bronze: DataFrame, dialect: str) -> list[DdlEvent]:
+def ddl_events(bronze: DataFrame, dialect: str, unqualified_schemas: Sequence[str] = ()) -> list[DdlEvent]:
     """The batch's DDL messages, parsed, each attributed to the table its statement names (else the
-    message's table), in sequence order."""
+    message's table), in sequence order; the statement's names read in the message's database
+    (`in_message_database`)."""
     rows = (
         bronze.where(F.col("kind") == C.DDL)
-        .select("db", "table", "seq", "seq2", "origin_file", "origin_line", "origin_index", "raw_op", "ddl")
+        .select(
+            "db", "schema_name", "table", "seq", "seq2", "origin_file", "origin_line", "origin_index", "raw_op", "ddl"
+        )
         .collect()
     )
     events = []
     for r in rows:
         parsed = _statement(r["ddl"], r["raw_op"], r["db"], r["table"], dialect)
+        in_database = in_message_database(r["db"], r["schema_name"], unqualified_schemas)
         # a statement on several tables (DROP TABLE a, b) is one event per table, in the statement's order
         for statement in parsed.statements if isinstance(parsed, S.Statements) else (parsed,):
-            events.append(_event(r, statement))
+            events.append(_event(r, in_database(statement) if isinstance(statement, S.Statement) else statement))
     return sorted(events, key=lambda e: (e.seq is None, e.position if e.seq is not None else ()))
+
+
+def in_message_database(
+    db: str | None, schema: str | None, unqualified: Sequence[str]
+) -> Callable[[S.Statement], S.Statement]:
+    """How a DDL message's statement names tables, read in the message's database (`db`, as the parsers name it).
+
+    - A message naming a schema other than its database (PostgreSQL, SQL Server, Oracle) is of table
+      `<database>.<schema>.<table>` (`db` '<database>.<schema>'), or `<database>.<table>` for a schema in
+      `unqualified` (the parsers' common.schema_qualified): its statement's `sales.orders` names schema `sales` of
+      that database, qualified the same way.
+    - A `db` of two parts without a schema is OMS's '<tenant>.<database>' (seed 002): SQL text names the database
+      alone, so `shop.orders` in a message of `t1.shop` is `t1.shop.orders`.
+    - Otherwise (MySQL) a qualifier names a database, as written.
+    A name qualified by `db` itself (a TRUNCATE message without text) and an unqualified one are of `db`."""
+    if db is None:
+        return lambda statement: statement
+    if schema and schema.lower() != db.lower():
+        lowered = {name.lower() for name in unqualified}
+        database = db if schema.lower() in lowered else db.removesuffix(f".{schema}")
+
+        def named(qualifier: str) -> str:
+            plain = qualifier.lower() == database.lower() or qualifier.lower() in lowered
+            return qualifier if qualifier == db else database if plain else f"{database}.{qualifier}"
+
+    elif "." in db:
+        tenant = db.rsplit(".", 1)[0]
+
+        def named(qualifier: str) -> str:
+            return qualifier if qualifier == db else f"{tenant}.{qualifier}"
+
+    else:
+        return lambda statement: statement
+
+    def qualified(name: S.TableName) -> S.TableName:
+        return name if name.db is None else S.TableName(named(name.db), name.table)
+
+    def operation(op: S.Operation) -> S.Operation:
+        if isinstance(op, S.RenameTable):
+            return replace(op, new=qualified(op.new))
+        if isinstance(op, S.CreateTableLike):
+            return replace(op, like=qualified(op.like))
+        return op
+
+    return lambda statement: S.Statement(
+        None if statement.table is None else qualified(statement.table), tuple(map(operation, statement.operations))
+    )
 
 
 def _event(r, statement: S.Statement | S.Unsupported) -> DdlEvent:

@@ -52,6 +52,7 @@ from lakeloader.parse.formats.common import (
     number_text,
     parse_json,
     parsed_with_common_case,
+    schema_qualified,
     spark_type_converters,
     timestamp_of_millis,
     with_canonical_images,
@@ -69,6 +70,12 @@ def _exact_number(v: Column, _type: Column | None = None) -> Column:
     return F.coalesce(number_text(v), F.when(v.isin("NaN", "Infinity", "-Infinity"), v))
 
 
+def _json_boolean(v: Column, _type: Column | None = None) -> Column:
+    """A BOOLEAN value: JSON's true or false, the documents' only valid values (Spark's cast would also take
+    "yes", "t" or 1); NULL for any other."""
+    return F.when(v.isin("true", "false"), v)
+
+
 VALUE_TYPES = {
     "LONG": ValueType("bigint", checked_cast("bigint")),
     # DataWorks maps MySQL DECIMAL, BIGINT UNSIGNED, FLOAT and DOUBLE (Oracle NUMBER ...) to DOUBLE but sends the
@@ -76,7 +83,7 @@ VALUE_TYPES = {
     # and no decimal(p,s) holds every such value, so a DOUBLE column keeps that text. `column_types` gives it a
     # numeric type (decimal(p,s): values must fit exactly; double: rounded to the nearest double).
     "DOUBLE": ValueType("string", _exact_number),
-    "BOOLEAN": ValueType("boolean", checked_cast("boolean")),
+    "BOOLEAN": ValueType("boolean", _json_boolean),
     "STRING": ValueType("string", keep_text),
     "DATE": ValueType("timestamp", epoch_millis_to_timestamp_text),
     "BYTES": ValueType("binary", checked_base64),
@@ -180,6 +187,7 @@ def _parsed(lines: DataFrame, source: SourceConfig) -> DataFrame:
     """The Spark SQL parse of every message."""
     frame = parse_json(lines, MESSAGE_SCHEMA)
     payload, schema = F.col("j.payload"), F.col("j.schema")
+    origin = schema["source"]
     op = payload["op"]
     raw_before, raw_after = payload["before"]["dataColumn"], payload["after"]["dataColumn"]
     frame = frame.select(
@@ -188,7 +196,7 @@ def _parsed(lines: DataFrame, source: SourceConfig) -> DataFrame:
         op.alias("raw_op"),
         OPS.kind(op).alias("kind"),
         _data_op(op, raw_before, raw_after).alias("op"),
-        schema["source"]["dbName"].alias("db"),
+        schema_qualified(origin["dbName"], origin["schemaName"], source.unqualified_schemas).alias("db"),
         schema["source"]["schemaName"].alias("schema_name"),
         schema["source"]["tableName"].alias("table"),
         raw_before.alias("raw_before"),
@@ -208,14 +216,15 @@ def _parsed(lines: DataFrame, source: SourceConfig) -> DataFrame:
 def read_common_case(lines: DataFrame, source: SourceConfig) -> Column:
     """Each line as lakeloader/jvm/DataWorksMessages.java reads it: the common case's fields
     (`lakeloader.spark.DATAWORKS_COMMON_CASE`), NULL for any other message. It is given the session's time zone
-    (DATE values are rendered in it), the source's configured column types and this module's tables (wire types,
-    data ops, row id columns), so that they are written once."""
+    (DATE values are rendered in it), the source's configured column types and unqualified schemas and this module's
+    tables (wire types, data ops, row id columns), so that they are written once."""
     settings = {
         "time_zone": lines.sparkSession.conf.get("spark.sql.session.timeZone"),
         "column_types": source.column_types,
         "wire_types": {wire: value_type.spark_type for wire, value_type in VALUE_TYPES.items()},
         "data_ops": dict(OPS.data),
         "row_ids": [ROW_ID_COLUMN, ORACLE_ROW_ID_COLUMN],  # as `_primary_key` tries them
+        "unqualified_schemas": list(source.unqualified_schemas),
     }
     return jvm_reading(DATAWORKS_MESSAGE, settings)
 

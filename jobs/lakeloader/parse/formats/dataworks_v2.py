@@ -52,6 +52,7 @@ from lakeloader.parse.formats.common import (
     jvm_reading,
     parse_json,
     parsed_with_common_case,
+    schema_qualified,
     timestamp_of_millis,
     with_canonical_images,
     with_configured_types,
@@ -165,6 +166,7 @@ def read_common_case(source: SourceConfig, resolutions: source_types.Resolutions
         "data_ops": dict(OPS.data),
         "version": VERSION,
         "declared_types": ob_types.kept_as_sent(resolutions),
+        "unqualified_schemas": list(source.unqualified_schemas),
     }
     return jvm_reading(DATAWORKS2_MESSAGE, settings)
 
@@ -191,7 +193,8 @@ def build(lines: DataFrame, source: SourceConfig, resolutions: source_types.Reso
     payload, schema = F.col("j.payload"), F.col("j.schema")
     op, version = payload["op"], F.col("j.version")
     event_millis = payload["timestamp"]["eventTime"].try_cast("bigint")
-    oracle = ob_types.is_oracle_tenant(schema["source"]["dbType"])
+    origin = schema["source"]
+    oracle = ob_types.is_oracle_tenant(origin["dbType"])
     resolve = ob_types.table_resolver(resolutions, oracle)
     frame = frame.select(
         *lines.columns,
@@ -200,7 +203,7 @@ def build(lines: DataFrame, source: SourceConfig, resolutions: source_types.Reso
         op.alias("raw_op"),
         OPS.kind(op).alias("kind"),
         OPS.canonical(op).alias("op"),
-        schema["source"]["dbName"].alias("db"),
+        schema_qualified(origin["dbName"], origin["schema"], source.unqualified_schemas).alias("db"),
         schema["source"]["schema"].alias("schema_name"),
         schema["source"]["table"].alias("table"),
         payload["before"]["data"].alias("raw_before"),

@@ -6,7 +6,8 @@ integers widen, TINYINT(1)/BOOL are boolean, DECIMAL(p,s) is decimal(p,s) within
 number text beyond or without a precision, FLOAT float, DATETIME timestamp_ntz, TIMESTAMP timestamp, TIME string,
 binary and spatial types binary. Binary values are written per the source's `canal_binary_encoding`: 'latin1'
 (open-source Canal: one ISO-8859-1 character per byte) or 'base64' (OMS). BIT follows the same choice: Base64
-bytes, or (open-source Canal) its value as a number -> decimal(20,0).
+bytes, or (open-source Canal) its value as a number -> decimal(20,0); and OMS's integer type names carry no
+signedness, so with 'base64' every integer is typed to hold its UNSIGNED range too.
 """
 
 from __future__ import annotations
@@ -20,17 +21,25 @@ from lakeloader.parse.formats import ob_types, source_types
 from lakeloader.parse.formats.common import Converter, base64_text, checked_base64, configured_converters
 
 
+def _reading(binary_encoding: str) -> dict[str, bool]:
+    """How declarations read per producer. Open-source Canal (ISO-8859-1 binary) sends a BIT's value as a number.
+    OMS (Base64 binary) declares OMS's type names, which carry no signedness (seed 002's Canal example: `int64` for
+    a signed BIGINT, `bigint` holding 10223372036854775806): every integer takes the type that also holds its
+    UNSIGNED range, as in OMS's other formats (lakeloader.parse.formats.ob_types)."""
+    return {"bit_as_number": binary_encoding == "latin1", "signedness_unknown": binary_encoding == "base64"}
+
+
 def sampled_resolutions(messages: DataFrame, declarations: Column, binary_encoding: str) -> source_types.Resolutions:
     """The declarations of the batch's first messages, resolved once (`source_types.sampled_resolutions`) by the
-    one mapping of lakeloader.parse.formats.source_types (a NULL declaration is a string); BIT is a number where
-    binary values are ISO-8859-1 text (open-source Canal sends a BIT's value as a number)."""
-    return source_types.sampled_resolutions(messages, declarations, bit_as_number=binary_encoding == "latin1")
+    one mapping of lakeloader.parse.formats.source_types (a NULL declaration is a string), as the producer that
+    `binary_encoding` implies declares them (`_reading`)."""
+    return source_types.sampled_resolutions(messages, declarations, **_reading(binary_encoding))
 
 
 def table_resolver(resolutions: source_types.Resolutions, binary_encoding: str) -> source_types.Resolver:
     """struct(conv, type) of a declared MySQL type, answered from `resolutions` where they hold the declaration
-    (`source_types.table_resolver`), BIT as `sampled_resolutions` reads it."""
-    return source_types.table_resolver(resolutions, bit_as_number=binary_encoding == "latin1")
+    (`source_types.table_resolver`), read as `sampled_resolutions` reads it."""
+    return source_types.table_resolver(resolutions, **_reading(binary_encoding))
 
 
 def _latin1_binary(v: Column, _type: Column | None = None) -> Column:

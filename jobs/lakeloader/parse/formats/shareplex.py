@@ -15,7 +15,11 @@ ops are matched ignoring case.
 The messages declare no column types and no primary key: columns are strings unless the source's
 `column_types` configures them, and tables need `primary_keys` to be keyed by anything but all their columns
 (a message whose image lacks a configured key column is quarantined).
-Ordering key: `meta.scn`, then `meta.seq` (the operation's number inside its transaction; 0 when absent).
+Ordering key: `meta.scn`, then `meta.seq` (the operation's number inside its transaction; 0 when absent). OMS
+sends `scn` only when the source enables sequences (seed 002: its printed DDL example has "null"): a message
+without one (absent, null or "null") has key (0, `meta.time` in microseconds since the epoch, 0 without a time), so
+such messages order by their time and then their export position (not by `meta.seq`, which restarts in every
+transaction), before any message with a scn.
 `posttime`, `idx`, `size`, `rowid`, `trans` and `userid` describe delivery and transactions and are not kept.
 """
 
@@ -67,7 +71,7 @@ WIRE = WireFields(
     op="meta.op",
     db="meta.table (as db.table)",
     table="meta.table (as db.table)",
-    seq_problem="meta.scn is missing or not a number",
+    seq_problem="meta.scn is not a number",
     op_label="meta.op",
 )
 META_FIELDS = ("time", "op", "posttime", "idx", "size", "seq", "table", "rowid", "trans", "scn", "userid")
@@ -130,6 +134,8 @@ def _parsed(lines: DataFrame, source: SourceConfig) -> DataFrame:
     op = F.when(op_key.isin("UPD", "UPDATE") & key.isNull(), F.lit(C.UPDATE_AFTER)).otherwise(OPS.canonical(op_key))
     db = F.nullif(F.regexp_extract(meta["table"], QUALIFIED_TABLE, 1), F.lit(""))
     table = F.nullif(F.regexp_extract(meta["table"], QUALIFIED_TABLE, 2), F.lit(""))
+    without_scn = meta["scn"].isNull() | (meta["scn"] == "null")
+    time = meta["time"].try_cast("timestamp")
     frame = frame.select(
         *lines.columns,
         "envelope_error",
@@ -143,10 +149,12 @@ def _parsed(lines: DataFrame, source: SourceConfig) -> DataFrame:
         F.when(op == C.INSERT, data).when(op.isin(C.UPDATE, C.UPDATE_AFTER), overlay(key, data)).alias("raw_after"),
         op.isin(C.UPDATE, C.UPDATE_AFTER).alias("after_partial"),
         F.col("j.sql.ddl").alias("ddl"),
-        integer_text(meta["scn"]).alias("seq"),
+        F.when(without_scn, F.lit(0).cast(C.SEQ_TYPE)).otherwise(integer_text(meta["scn"])).alias("seq"),
         meta["seq"].alias("raw_seq2"),
-        integer_text(meta["seq"]).alias("seq2"),
-        meta["time"].try_cast("timestamp").alias("event_time"),
+        F.when(without_scn, F.coalesce(F.unix_micros(time), F.lit(0)).cast(C.SEQ_TYPE))
+        .otherwise(integer_text(meta["seq"]))
+        .alias("seq2"),
+        time.alias("event_time"),
         F.coalesce(F.size(data), F.lit(0)).alias("data_size"),
     )
     names = image_names(F.col("raw_after"), F.col("raw_before"))

@@ -11,9 +11,11 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.regex.Pattern;
@@ -131,6 +133,26 @@ final class CommonCase {
         List<String> values = new ArrayList<>();
         array.forEach(value -> values.add(value.asText()));
         return values;
+    }
+
+    /** A JSON array of strings as the set of their lower-case forms. */
+    static Set<String> lowerCaseSet(JsonNode array) {
+        Set<String> values = new HashSet<>();
+        array.forEach(value -> values.add(value.asText().toLowerCase(Locale.ROOT)));
+        return values;
+    }
+
+    /**
+     * The database part of a table's name when the message names a schema too: "database.schema", unless the schema
+     * is absent or empty, equals the database ignoring case or is one of `unqualified` (lower case); as the Spark SQL
+     * parsers' common.schema_qualified.
+     */
+    static String schemaQualified(String db, String schema, Set<String> unqualified) {
+        if (db == null || schema == null || schema.isEmpty()) {
+            return db;
+        }
+        String lower = schema.toLowerCase(Locale.ROOT);
+        return lower.equals(db.toLowerCase(Locale.ROOT)) || unqualified.contains(lower) ? db : db + "." + schema;
     }
 
     /** A JSON object of arrays of strings as a map. */

@@ -13,6 +13,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.regex.Pattern;
 import lakeloader.jvm.CommonCase.NotCommon;
 import org.apache.spark.sql.Row;
@@ -40,7 +41,8 @@ import org.apache.spark.sql.api.java.UDF2;
  *
  * <p>The second argument is the parser's settings as JSON: {"column_types": {"db.table": {"column": "spark type"}}
  * (the source's), "data_ops": {wire op: canonical op}, "version", "declared_types": {"plain": {declaration: spark
- * type}, "oracle": {...}} (by the source's dbType: one holding ORACLE reads declarations in their Oracle meaning)}.
+ * type}, "oracle": {...}} (by the source's dbType: one holding ORACLE reads declarations in their Oracle meaning),
+ * "unqualified_schemas": [...] (the schemas that do not qualify the database in a table's name)}.
  */
 public final class DataWorks2Messages implements UDF2<String, String, Row> {
     private static final long serialVersionUID = 1L;
@@ -55,7 +57,8 @@ public final class DataWorks2Messages implements UDF2<String, String, Row> {
             Map<String, String> dataOps,
             String version,
             Map<String, String> plainTypes,
-            Map<String, String> oracleTypes) {}
+            Map<String, String> oracleTypes,
+            Set<String> unqualified) {}
 
     /** What the envelope holds, as read. */
     private static final class Message {
@@ -81,7 +84,8 @@ public final class DataWorks2Messages implements UDF2<String, String, Row> {
     private static Config config(JsonNode root) {
         JsonNode declared = root.path("declared_types");
         return new Config(ConfiguredImages.tableTypes(root.path("column_types")), texts(root.path("data_ops")),
-                root.path("version").asText(), texts(declared.path("plain")), texts(declared.path("oracle")));
+                root.path("version").asText(), texts(declared.path("plain")), texts(declared.path("oracle")),
+                CommonCase.lowerCaseSet(root.path("unqualified_schemas")));
     }
 
     // ---------------------------------------------------------------------------------------------------------
@@ -157,15 +161,16 @@ public final class DataWorks2Messages implements UDF2<String, String, Row> {
         if ((needsAfter && m.after == null) || (needsBefore && m.before == null)) {
             throw NotCommon.INSTANCE;
         }
+        String db = CommonCase.schemaQualified(m.db, m.schemaName, settings.unqualified());
         String[] names = new String[m.declared.size()];
-        Map<String, String> types = declaredTypes(m, names, settings);
+        Map<String, String> types = declaredTypes(m, db, names, settings);
         Map<String, String> before = aligned(ConfiguredImages.canonical(m.before, types), names);
         Map<String, String> after = aligned(ConfiguredImages.canonical(m.after, types), names);
         String[] key = m.primaryKey == null || m.primaryKey.isEmpty() ? null : m.primaryKey.toArray(new String[0]);
         ConfiguredImages.requireKey(key, after != null ? after : before);
         CommonCase.requireStorableNames(names, before, after);
         long scn = CommonCase.plainLongOrZero(m.scn);
-        return RowFactory.create(m.op, op, m.db, m.schemaName, m.table, m.eventTime, scn, before, after, key, names,
+        return RowFactory.create(m.op, op, db, m.schemaName, m.table, m.eventTime, scn, before, after, key, names,
                 ConfiguredImages.columnTypes(names, types));
     }
 
@@ -173,8 +178,9 @@ public final class DataWorks2Messages implements UDF2<String, String, Row> {
      * The declared columns' names (into `names`) and Spark types: configured, else the settings' type of the
      * declaration. A nameless or repeated column, or a declaration the settings do not give, is not the common case.
      */
-    private static Map<String, String> declaredTypes(Message m, String[] names, Config settings) throws NotCommon {
-        Map<String, String> configured = settings.columnTypes().getOrDefault(m.db + "." + m.table, Map.of());
+    private static Map<String, String> declaredTypes(Message m, String db, String[] names, Config settings)
+            throws NotCommon {
+        Map<String, String> configured = settings.columnTypes().getOrDefault(db + "." + m.table, Map.of());
         boolean oracle = m.dbType != null && m.dbType.toUpperCase(Locale.ROOT).contains("ORACLE");
         Map<String, String> known = oracle ? settings.oracleTypes() : settings.plainTypes();
         Map<String, String> types = new HashMap<>(names.length * 2);

@@ -44,8 +44,9 @@ import org.apache.spark.sql.api.java.UDF2;
  * parser's.
  *
  * <p>The second argument is the parser's settings as JSON (`Config`): {"time_zone", "column_types": {"db.table":
- * {"column": "spark type"}}, "wire_types", "data_ops", "row_ids"}, parsed once per distinct text. The value forms
- * this class reads are its own, by wire type name: a wire type it has no form for is left to the Spark SQL parser.
+ * {"column": "spark type"}}, "wire_types", "data_ops", "row_ids", "unqualified_schemas"}, parsed once per distinct
+ * text. The value forms this class reads are its own, by wire type name: a wire type it has no form for is left to
+ * the Spark SQL parser.
  */
 public final class DataWorksMessages implements UDF2<String, String, Row> {
     private static final long serialVersionUID = 1L;
@@ -70,14 +71,16 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
      * What this class reads from the parser (its settings argument): whether the session's time zone is UTC, per
      * "db.table" its configured columns' declarations, the format's wire types with their Spark types
      * (dataworks.VALUE_TYPES), its data ops with their canonical ops (dataworks.OPS) and its row id columns, in
-     * the order they are tried as a key (the second for Oracle sources only).
+     * the order they are tried as a key (the second for Oracle sources only), and the schemas that do not qualify
+     * the database in a table's name (lower case; CommonCase.schemaQualified).
      */
     private record Config(
             boolean utc,
             Map<String, Map<String, Declared>> configured,
             Map<String, String> wireTypes,
             Map<String, String> dataOps,
-            List<String> rowIds) {}
+            List<String> rowIds,
+            Set<String> unqualified) {}
 
     /** One declared column: its name, converter key (the wire type, or CONFIGURED + family) and Spark type. */
     private record Declared(String name, String conv, String type) {}
@@ -114,7 +117,8 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         List<String> rowIds = new ArrayList<>();
         root.path("row_ids").forEach(name -> rowIds.add(name.asText()));
         boolean utc = "UTC".equals(root.path("time_zone").asText());
-        return new Config(utc, configured, texts(root.path("wire_types")), texts(root.path("data_ops")), rowIds);
+        return new Config(utc, configured, texts(root.path("wire_types")), texts(root.path("data_ops")), rowIds,
+                CommonCase.lowerCaseSet(root.path("unqualified_schemas")));
     }
 
     /** A configured column's declaration (converter key CONFIGURED + the type's family), or UNSUPPORTED. */
@@ -205,7 +209,8 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         if ((needsAfter && m.after == null) || (needsBefore && m.before == null)) {
             throw NotCommon.INSTANCE;
         }
-        List<Declared> declared = declarations(m, settings);
+        String db = CommonCase.schemaQualified(m.db, m.schemaName, settings.unqualified());
+        List<Declared> declared = declarations(m, db, settings);
         Map<String, String> before = canonical(m.before, declared, settings);
         Map<String, String> after = canonical(m.after, declared, settings);
         String[] key = primaryKey(m, settings.rowIds());
@@ -225,12 +230,12 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         }
         CommonCase.requireStorableNames(names, before, after);
         return RowFactory.create(
-                m.op, op, m.db, m.schemaName, m.table, sequence, m.eventTime, before, after, key, names, types);
+                m.op, op, db, m.schemaName, m.table, sequence, m.eventTime, before, after, key, names, types);
     }
 
     /** The declared columns typed as dataworks.parse types them (its fixed table, then `column_types`). */
-    private static List<Declared> declarations(Message m, Config settings) throws NotCommon {
-        Map<String, Declared> configured = settings.configured().getOrDefault(m.db + "." + m.table, Map.of());
+    private static List<Declared> declarations(Message m, String db, Config settings) throws NotCommon {
+        Map<String, Declared> configured = settings.configured().getOrDefault(db + "." + m.table, Map.of());
         List<Declared> declared = new ArrayList<>(m.declared.size());
         Set<String> names = new HashSet<>();
         for (String[] column : m.declared) {
