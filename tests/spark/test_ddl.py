@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -636,6 +637,24 @@ def test_a_create_table_run_after_the_changes_that_created_the_table_gives_its_c
     table = silver(source)
     assert str(table.schema.field("qty").type) == "decimal128(30, 0)"
     assert user_rows(table) == (["id", "name", "qty"], [(1, "a", 123)])
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2], [0, 2, 1], [2, 1, 0]])
+def test_an_add_column_run_after_the_changes_that_created_the_column_gives_it_its_declared_type(spark, tmp_path, order):
+    # the later hour's changes (qty declared DOUBLE: its exact text) added the column as text; the ADD COLUMN run
+    # after them was a no-op ("columns exist"), so qty stayed text in that order and was a decimal in the others
+    source = make_source(tmp_path)
+    after = spec(("name", "STRING"), ("qty", "DOUBLE"))
+    exports = [
+        dw.insert(spec(("name", "STRING")), 10, AT, {"id": 1, "name": "a"}),
+        [alter(20, "ALTER TABLE items ADD COLUMN qty DECIMAL(10,2)")],
+        dw.insert(after, 30, AT, {"id": 2, "name": "b", "qty": "1.50"}),
+    ]
+    run_in_order(spark, source, exports, order)
+
+    table = silver(source)
+    assert str(table.schema.field("qty").type) == "decimal128(10, 2)"
+    assert user_rows(table) == (["id", "name", "qty"], [(1, "a", None), (2, "b", Decimal("1.50"))])
 
 
 def test_a_create_table_if_not_exists_run_after_newer_changes_leaves_the_columns_their_types(spark, tmp_path):

@@ -237,9 +237,22 @@ def _typed_as_created(
         return Outcome(NO_OP, "table exists")
     key = json.loads(engine.properties(uri).get(KEY_PROPERTY, "[]"))
     dropped = _drop_undeclared(engine, uri, {column.name for column in op.columns}, key, info)
+    done = [f"dropped empty {', '.join(dropped)}"] if dropped else []
+    done += _typed_as_declared(engine, lake, location, op.columns, key, info)
+    if not done:
+        return Outcome(NO_OP, "table exists")
+    return Outcome(APPLIED, f"table exists, created by newer changes: {'; '.join(done)}")
+
+
+def _typed_as_declared(
+    engine: TableEngine, lake: Store, location: TableLocation, columns: Sequence[S.Column], key: list[str], info: dict
+) -> list[str]:
+    """Give each existing column of `columns` (a statement's declarations, older than changes that created the
+    columns) the declared type where a type change could (`_check_retype`); what was retyped."""
+    uri = lake.child(location.silver_key())
     stored = {f.name: spark_type_of_arrow(f.type) for f in engine.schema(uri)}
     retyped = {}
-    for column in op.columns:
+    for column in columns:
         old_type = stored.get(column.name)
         if old_type in (None, column.spark_type):
             continue
@@ -250,11 +263,7 @@ def _typed_as_created(
         retyped[column.name] = column.spark_type
     if retyped:
         widen_columns(engine, SilverTable(uri, lake.child(location.tombstones_key()), key, info), retyped)
-    done = [f"dropped empty {', '.join(dropped)}"] if dropped else []
-    done += [f"typed {name} {stored[name]} as declared, {spark_type}" for name, spark_type in retyped.items()]
-    if not done:
-        return Outcome(NO_OP, "table exists")
-    return Outcome(APPLIED, f"table exists, created by newer changes: {'; '.join(done)}")
+    return [f"typed {name} {stored[name]} as declared, {spark_type}" for name, spark_type in retyped.items()]
 
 
 def _drop_undeclared(engine: TableEngine, uri: str, declared: set[str], key: list[str], info: dict) -> list[str]:
@@ -346,11 +355,20 @@ def _perform(
     schema = engine.schema(uri)
     key = json.loads(engine.properties(uri).get(KEY_PROPERTY, "[]"))
     if isinstance(op, S.AddColumns):
+        # a column that changes newer than the statement created (their hour ran first) takes the declared type
+        # where a type change could give it, as the table would have it had the hours run in order
+        existing = [c for c in op.columns if c.name in schema.names]
+        typed = (
+            _typed_as_declared(engine, lake, location, existing, key, info)
+            if existing and _holds_newer(engine, uri, order)
+            else []
+        )
         new = [pa.field(c.name, arrow_type(c.spark_type)) for c in op.columns if c.name not in schema.names]
-        if not new:
+        if new:
+            engine.add_columns(uri, new, info)
+        if not new and not typed:
             return Outcome(NO_OP, "columns exist")
-        engine.add_columns(uri, new, info)
-        return Outcome(APPLIED, "added " + ", ".join(f.name for f in new))
+        return Outcome(APPLIED, "; ".join(([f"added {', '.join(f.name for f in new)}"] if new else []) + typed))
     if isinstance(op, S.DropColumns):
         gone = [n for n in op.names if n in schema.names]
         if set(gone) & set(key):
