@@ -657,6 +657,92 @@ def test_an_add_column_run_after_the_changes_that_created_the_column_gives_it_it
     assert user_rows(table) == (["id", "name", "qty"], [(1, "a", None), (2, "b", Decimal("1.50"))])
 
 
+DEFAULTED = spec(("name", "STRING"), ("status", "LONG"), ("note", "STRING"))
+ADD_DEFAULTED = "ALTER TABLE items ADD COLUMN status BIGINT NOT NULL DEFAULT 7, ADD COLUMN note VARCHAR(8) NOT NULL"
+
+
+def defaulted_exports() -> list[list[str]]:
+    """Rows 1 and 2 exist when the statement adds `status` (DEFAULT 7) and `note` (MySQL's implicit '');
+    row 4's insert, older than it, is exported an hour late."""
+    old = spec(("name", "STRING"))
+    return [
+        [
+            *dw.insert(old, 10, AT, {"id": 1, "name": "a"}),
+            *dw.insert(old, 12, AT, {"id": 2, "name": "b"}),
+            alter(20, ADD_DEFAULTED),
+            *dw.update(
+                DEFAULTED,
+                30,
+                AT,
+                {"id": 1, "name": "a", "status": 7, "note": ""},
+                {"id": 1, "name": "a", "status": 8, "note": "x"},
+                one_message=True,
+            ),
+        ],
+        dw.insert(DEFAULTED, 40, AT, {"id": 3, "name": "c", "status": 9, "note": "y"}),
+        dw.insert(old, 15, AT, {"id": 4, "name": "d"}),
+    ]
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2], [2, 0, 1], [1, 2, 0], [2, 1, 0]])
+def test_a_column_added_with_a_default_has_it_in_the_rows_the_table_had_in_every_hour_order(spark, tmp_path, order):
+    # the source stores the default in every row it has and no change says so: rows 2 and 4 read NULL before
+    source = make_source(tmp_path)
+    run_in_order(spark, source, defaulted_exports(), order)
+
+    assert user_rows(silver(source)) == (
+        ["id", "name", "status", "note"],
+        [(1, "a", 8, "x"), (2, "b", 7, ""), (3, "c", 9, "y"), (4, "d", 7, "")],
+    )
+
+
+def test_a_column_added_with_a_default_reads_the_same_in_one_batch_and_on_reruns(spark, tmp_path):
+    one_batch = make_source(tmp_path / "one")
+    write(one_batch, "all.json", [line for export in defaulted_exports() for line in export], H5)
+    run_hours(spark, one_batch, [H5, H5], emit=lambda _: None)
+    hours = make_source(tmp_path / "hours")
+    run_in_order(spark, hours, defaulted_exports(), [0, 1, 2, 0, 2])
+
+    expected = [(1, "a", 8, "x"), (2, "b", 7, ""), (3, "c", 9, "y"), (4, "d", 7, "")]
+    assert user_rows(silver(one_batch))[1] == user_rows(silver(hours))[1] == expected
+    filled = [r["detail"] for r in history(hours) if r["_cdc_seq"] == 20]
+    assert filled == [
+        "added status, note; filled status with '7' in the rows older than this statement; "
+        "filled note with '' in the rows older than this statement"
+    ]
+
+
+@pytest.mark.parametrize("order", [[0, 1], [1, 0]])
+def test_a_keyless_tables_rows_get_a_columns_default_so_a_later_delete_finds_its_copy(spark, tmp_path, order):
+    # the delete's image names flag = 1, as the source's rows had it after the ADD COLUMN
+    source = make_source(tmp_path)
+    old = dw.TableSpec("shop", "events", (("id", "LONG"), ("name", "STRING")), ())
+    new = dw.TableSpec("shop", "events", (("id", "LONG"), ("name", "STRING"), ("flag", "LONG")), ())
+    add = dw.message(old, "ALTER", 20, AT, ddl="ALTER TABLE events ADD COLUMN flag BIGINT DEFAULT 1")
+    exports = [
+        [*dw.insert(old, 10, AT, {"id": 1, "name": "a"}), *dw.insert(old, 11, AT, {"id": 1, "name": "a"}), add],
+        dw.delete(new, 30, AT, {"id": 1, "name": "a", "flag": 1}),
+    ]
+    run_in_order(spark, source, exports, order)
+
+    assert user_rows(silver(source, "events")) == (["id", "name", "flag"], [(1, "a", 1)])
+
+
+def test_an_add_column_if_not_exists_of_a_column_the_table_had_leaves_its_values(spark, tmp_path):
+    source = make_source(tmp_path)
+    with_flag = spec(("name", "STRING"), ("flag", "LONG"))
+    exports = [
+        [
+            alter(5, "ALTER TABLE items ADD COLUMN flag BIGINT"),
+            *dw.insert(with_flag, 10, AT, {"id": 1, "name": "a", "flag": None}),
+            alter(20, "ALTER TABLE items ADD COLUMN IF NOT EXISTS flag BIGINT DEFAULT 5"),
+        ]
+    ]
+    run_in_order(spark, source, exports, [0])
+
+    assert user_rows(silver(source)) == (["id", "name", "flag"], [(1, "a", None)])
+
+
 def test_a_create_table_if_not_exists_run_after_newer_changes_leaves_the_columns_their_types(spark, tmp_path):
     # in the source the statement may have found a table of other columns
     source = make_source(tmp_path)

@@ -66,11 +66,23 @@ class TableModel:
     def sql_name(self, rng: random.Random) -> str:
         return f"`shop`.`{self.table}`" if rng.random() < 0.5 else self.table
 
-    def add(self, name: str, kind: str) -> str:
+    def add(self, name: str, kind: str, rng: random.Random | None = None) -> str:
+        """ADD COLUMN, with `rng` sometimes a DEFAULT or MySQL's implicit one (NOT NULL: 0, ''), which the
+        source stores in every row it has."""
         self.columns.append((name, kind))
+        choice = rng.random() if rng else 1.0
+        implicit = 0 if kind == wire.BIGINT else ""
+        default = rng.randrange(-99, 99) if kind == wire.BIGINT and rng else f"d{name}"
+        value, attributes = (
+            (default, f" NOT NULL DEFAULT {default!r}")
+            if choice < 0.3
+            else (implicit, " NOT NULL")
+            if choice < 0.45
+            else (None, "")
+        )
         for row in self.rows.values():
-            row[name] = None
-        return f"ADD COLUMN `{name}` {SQL_TYPES[kind]}"
+            row[name] = value
+        return f"ADD COLUMN `{name}` {SQL_TYPES[kind]}{attributes}"
 
     def drop(self, name: str) -> str:
         self.columns = [c for c in self.columns if c[0] != name]
@@ -171,7 +183,7 @@ def ddl(rng: random.Random, state: Stream, model: TableModel, seq: int) -> str |
     choice, others, table = rng.random(), model.others(), model.sql_name(rng)
     if choice < 0.18 or not others:
         model.added += 1
-        return f"ALTER TABLE {table} " + model.add(f"c{model.added}", rng.choice((wire.BIGINT, wire.TEXT)))
+        return f"ALTER TABLE {table} " + model.add(f"c{model.added}", rng.choice((wire.BIGINT, wire.TEXT)), rng)
     if choice < 0.30:
         return f"ALTER TABLE {table} " + model.drop(rng.choice(others))
     if choice < 0.42:

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeloader.apply import multiset
+from lakeloader.apply.ddl import defaults
 from lakeloader.apply.ddl import statements as S
 from lakeloader.apply.ddl.late import NamedAgain, in_the_past
 from lakeloader.apply.ddl.moves import TableMove, record_move
@@ -266,6 +267,30 @@ def _typed_as_declared(
     return [f"typed {name} {stored[name]} as declared, {spark_type}" for name, spark_type in retyped.items()]
 
 
+def _filled(
+    engine: TableEngine, uri: str, columns: Sequence[S.Column], key: list[str], order: OrderKey, info: dict
+) -> list[str]:
+    """Give the added `columns` the value the source stored in its existing rows (`defaults.fill`), in the rows
+    whose last change is older than the statement and that hold none (a row a newer change wrote has the
+    column's value from its image); what was filled. A keyless table is not filled here: its rows are known by
+    content, and are counted again from their images (`lakeloader.apply.step`), which read the default too
+    (`lakeloader.apply.ddl.columns`)."""
+    fills = {c.name: f for c in columns if (f := defaults.fill(c)) is not None}
+    if not fills or engine.row_count(uri, E.before((E.SEQ, E.SEQ2), order)) == 0:
+        return []
+
+    def filled(rows: pa.Table) -> pa.Table:
+        older = _older_than(rows, order)
+        for name, fill in fills.items():
+            current = rows[name].cast(fill.value.type)  # delta-rs reads strings as views, which if_else does not take
+            values = pc.if_else(pc.and_(older, pc.is_null(current)), fill.value, current)
+            rows = rows.set_column(rows.schema.get_field_index(name), name, values)
+        return rows
+
+    engine.rewrite(uri, engine.schema(uri), filled, info)
+    return [f"filled {name} with {fill.text!r} in the rows older than this statement" for name, fill in fills.items()]
+
+
 def _drop_undeclared(engine: TableEngine, uri: str, declared: set[str], key: list[str], info: dict) -> list[str]:
     """Drop the table's columns not `declared` that hold no value: older changes gave them, to the table that a
     DROP TABLE before the CREATE TABLE dropped, when neither statement had been performed yet."""
@@ -358,17 +383,18 @@ def _perform(
         # a column that changes newer than the statement created (their hour ran first) takes the declared type
         # where a type change could give it, as the table would have it had the hours run in order
         existing = [c for c in op.columns if c.name in schema.names]
-        typed = (
-            _typed_as_declared(engine, lake, location, existing, key, info)
-            if existing and _holds_newer(engine, uri, order)
-            else []
-        )
+        created_by_newer = bool(existing) and _holds_newer(engine, uri, order)
+        typed = _typed_as_declared(engine, lake, location, existing, key, info) if created_by_newer else []
         new = [pa.field(c.name, arrow_type(c.spark_type)) for c in op.columns if c.name not in schema.names]
         if new:
             engine.add_columns(uri, new, info)
-        if not new and not typed:
+        # a column the table had before the statement (ADD ... IF NOT EXISTS) keeps its values
+        filling = [c for c in op.columns if c.name not in schema.names or created_by_newer]
+        filled = _filled(engine, uri, filling, key, order, info) if key != multiset.KEY else []
+        if not new and not typed and not filled:
             return Outcome(NO_OP, "columns exist")
-        return Outcome(APPLIED, "; ".join(([f"added {', '.join(f.name for f in new)}"] if new else []) + typed))
+        added = [f"added {', '.join(f.name for f in new)}"] if new else []
+        return Outcome(APPLIED, "; ".join(added + typed + filled))
     if isinstance(op, S.DropColumns):
         gone = [n for n in op.names if n in schema.names]
         if set(gone) & set(key):
@@ -444,19 +470,21 @@ def _merge_renamed(
     if spark_type is None:
         raise UnsupportedOperation(f"renaming {old} to {new}, which exists with a type that cannot hold both")
     target = arrow_type(spark_type)
-    first, second = (pa.scalar(Decimal(v), pa.decimal128(38, 0)) for v in order)
 
     def merged(rows: pa.Table) -> pa.Table:
-        older = pc.or_(
-            pc.less(rows[E.SEQ], first), pc.and_(pc.equal(rows[E.SEQ], first), pc.less(rows[E.SEQ2], second))
-        )
-        values = pc.if_else(older, rows[old].cast(target), rows[new].cast(target))
+        values = pc.if_else(_older_than(rows, order), rows[old].cast(target), rows[new].cast(target))
         return rows.set_column(rows.schema.get_field_index(new), new, values).drop_columns([old])
 
     engine.rewrite(
         uri, pa.schema([f.with_type(target) if f.name == new else f for f in schema if f.name != old]), merged, info
     )
     return Outcome(APPLIED, f"renamed column {old} to {new}, which newer changes had added: merged by row age")
+
+
+def _older_than(rows: pa.Table, order: OrderKey) -> pa.ChunkedArray:
+    """Which rows' last change is older than a statement at `order`."""
+    first, second = (pa.scalar(Decimal(v), pa.decimal128(38, 0)) for v in order)
+    return pc.or_(pc.less(rows[E.SEQ], first), pc.and_(pc.equal(rows[E.SEQ], first), pc.less(rows[E.SEQ2], second)))
 
 
 def _merged_type(first: str, second: str) -> str | None:

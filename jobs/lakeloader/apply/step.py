@@ -46,11 +46,11 @@ from lakeloader.apply.ddl.columns import (
     applied_changes,
     change_position,
     declared_as_later,
+    image_changes,
     later_operations,
     position_literal,
     read_as_later,
     recorded_statements,
-    renames_or_drops,
 )
 from lakeloader.apply.ddl.events import DdlEvent, ddl_events, record_history
 from lakeloader.apply.ddl.moves import Order, TableMove, read_moves, resolve, with_moves
@@ -379,7 +379,7 @@ class _Batch:
         location = D.TableLocation(self.source.name, db, table)
         totals: dict[str, int] = {}
         keyless = bool(events) and self._keyless(location, shapes)
-        recount = False  # a keyless table's rows are known by content: recounted after a column rename/drop
+        recount = False  # a keyless table's rows are known by content: recounted after an image change
         for segment in range(len(events) + 1):
             written: dict[str, int] = {}
             if keyless and (segment in shapes or recount):
@@ -391,7 +391,7 @@ class _Batch:
                 totals[key] = totals.get(key, 0) + value
             if segment < len(events):
                 self._perform(location, events[segment], events[segment + 1 :])
-                recount = recount or (keyless and _renames_or_drops(events[segment]) != [])
+                recount = recount or (keyless and _image_changes(events[segment]) != [])
         uri = self.lake.child(location.silver_key())
         exists = self.engine.exists(uri)
         if exists:
@@ -512,7 +512,8 @@ class _Batch:
     ) -> dict[str, int]:
         """Write segment `segment` of a keyless table with DDL in the batch: the counts of its contents up to
         the next DDL still to perform, with every image read as the table's schema now has the row; after a
-        column rename or drop (`recount`), every content is counted again and replaces the table's rows."""
+        column rename, drop or filled addition (`recount`), every content is counted again and replaces the
+        table's rows."""
         uri = self.lake.child(location.silver_key())
         exists = self.engine.exists(uri)
         mark = D.schema_mark(self.engine, uri) if exists else None
@@ -521,7 +522,7 @@ class _Batch:
         # and those still to perform that are older than its last DDL (late, so its schema names what they name)
         had = [e for e in events[:segment] if e.status in (D.APPLIED, D.NO_OP)]
         late = [e for e in events[segment:] if mark is not None and e.seq is not None and e.position[:2] <= mark]
-        performed = [(e.position, op) for e in had + late for op in _renames_or_drops(e, any_status=True)]
+        performed = [(e.position, op) for e in had + late for op in _image_changes(e, any_status=True)]
         dropped = next((e.position[:2] for e in reversed(events[:segment]) if _drops_table(e)), None)
         actions = self.multisets.segment(identity, segment, bound, performed, uri if exists else None, recount, dropped)
         columns = dict(shape.columns) if shape else {}
@@ -642,12 +643,17 @@ def _declared_after(actions: DataFrame, shape: TableShape, mark: tuple[Decimal, 
     return {r["name"] for r in names.collect()}
 
 
-def _renames_or_drops(event: DdlEvent, any_status: bool = False) -> list[S.Operation]:
-    """The column renames and drops of a DDL message that changed the table (none when it was skipped or changed
-    nothing), or of any parsed one (`any_status`)."""
-    if (event.status != D.APPLIED and not any_status) or not isinstance(event.statement, S.Statement):
+def _image_changes(event: DdlEvent, any_status: bool = False) -> list[S.Operation]:
+    """The operations of a DDL message that change the table's earlier images (`image_changes`: column renames,
+    drops, columns filled in existing rows) when it changed the table (none when it was skipped or changed
+    nothing, but an ADD COLUMN's fill), or of any parsed one (`any_status`)."""
+    if not isinstance(event.statement, S.Statement):
         return []
-    return renames_or_drops(event.statement.operations)
+    changes = image_changes(event.statement.operations)
+    if any_status or event.status == D.APPLIED:
+        return changes
+    # an ADD COLUMN that found its column (newer changes created it) still gives the older images its default
+    return [op for op in changes if isinstance(op, S.AddColumns)] if event.status == D.NO_OP else []
 
 
 def _drops_table(event: DdlEvent) -> bool:

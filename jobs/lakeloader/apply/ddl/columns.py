@@ -1,17 +1,19 @@
-"""Column renames and drops over a table's life, and row images read as a later schema has them.
+"""Column renames, drops and filled additions over a table's life, and row images read as a later schema has them.
 
 A keyless table (`lakeloader.apply.multiset`) knows a row by a hash of its content, column names included. After
 `RENAME COLUMN a TO b` the source's later images of a row name `b` where the earlier ones named `a`; so
 before counting a content's history, every image older than a rename or drop of one of its columns is read
-as the schema after it has the row (`a` becomes `b`, a dropped column goes), and the silver table's rows are
-recounted after such a statement (`lakeloader.apply.step`).
+as the schema after it has the row (`a` becomes `b`, a dropped column goes, a column added with a value for
+existing rows has it: `lakeloader.apply.ddl.defaults`), and the silver table's rows are recounted after such a
+statement (`lakeloader.apply.step`).
 
 The renames and drops come from the schema history (statements applied in earlier batches) and from the
 batch's own DDL messages as they are applied.
 
 Every table's changes are read through the schema history's renames and drops too (`declared_as_later`), their
 declared columns and key names, and a keyed table's images with them: a change exported late, older than a
-rename an earlier hour applied, then gives its value to the column's new name.
+rename an earlier hour applied, then gives its value to the column's new name, and an insert older than an
+`ADD COLUMN c ... DEFAULT 5` an earlier hour applied makes a row with c = 5, as the source's row has it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakeloader.apply.ddl import statements as S
+from lakeloader.apply.ddl.defaults import fill
 from lakeloader.apply.ddl.moves import TableMove, resolve
 from lakeloader.apply.table_identity import TableId
 from lakeloader.core import zones
@@ -39,19 +42,21 @@ ColumnChange = tuple[Position, S.Operation]
 IMAGES = ("before", "after")  # a RenameColumn, DropColumns or renaming ChangeColumnType
 
 
-def renames_or_drops(operations: Iterable[S.Operation]) -> list[S.Operation]:
-    """The operations that change which names a row's values have."""
+def image_changes(operations: Iterable[S.Operation]) -> list[S.Operation]:
+    """The operations that change a row's earlier images: which names its values have (a rename, a drop), or
+    which values it has (a column added with a value for the existing rows, `lakeloader.apply.ddl.defaults`)."""
     return [
         op
         for op in operations
         if isinstance(op, S.RenameColumn | S.DropColumns)
         or (isinstance(op, S.ChangeColumnType) and op.renamed_from is not None)
+        or (isinstance(op, S.AddColumns) and _filled(op))
     ]
 
 
-# the words of every statement `renames_or_drops` finds (RENAME COLUMN, DROP [COLUMN], MySQL CHANGE, Oracle SET
-# UNUSED): the schema history's other statements, most of them (ADD COLUMN), are not parsed again each batch
-_MAY_RENAME_OR_DROP = re.compile(r"rename|drop|change|unused", re.IGNORECASE)
+# the words of every statement `image_changes` finds (RENAME COLUMN, DROP [COLUMN], MySQL CHANGE, Oracle SET
+# UNUSED, a DEFAULT or MySQL's implicit NOT NULL one): the schema history's other statements are not parsed again
+_MAY_CHANGE_IMAGES = re.compile(r"rename|drop|change|unused|default|not\s+null", re.IGNORECASE)
 
 
 PERFORMED = ("applied", "no-op")  # statuses of statements the table has had (no-op: it needed no change then)
@@ -72,11 +77,11 @@ def applied_changes(
     than `DROP COLUMN c`, applied after it, must not bring `c` back either."""
     changes: dict[TableId, list[ColumnChange]] = {}
     for recorded_as, position, status, statement in recorded_statements(
-        engine, lake, source, dialect, _MAY_RENAME_OR_DROP
+        engine, lake, source, dialect, _MAY_CHANGE_IMAGES
     ):
         name = resolve(recorded_as, position[:2], moves)
         if status in PERFORMED and name is not None:
-            for op in renames_or_drops(statement.operations):
+            for op in image_changes(statement.operations):
                 changes.setdefault(identities.get(name, name), []).append((position, op))
     return changes
 
@@ -118,8 +123,8 @@ def later_operations(
 
 
 def read_as_later(data: DataFrame, changes: dict[TableId, list[ColumnChange]]) -> DataFrame:
-    """Changes with their before/after images read as the schema after every given rename or drop newer than
-    them has the row: one fold over the changes in sequence order (a lambda, so the image is not repeated
+    """Changes with their before/after images read as the schema after every given rename, drop or filled addition
+    newer than them has the row: one fold over the changes in sequence order (a lambda, so the image is not repeated
     per change in the plan)."""
     folded = _folded(changes)
     if folded is None:
@@ -164,6 +169,8 @@ def _folded(changes: dict[TableId, list[ColumnChange]]) -> Column | None:
             F.array(*(F.lit(name) for name in _dropped(op))).cast("array<string>").alias("dropped"),
             F.lit(_renamed_from(op)).cast("string").alias("old"),
             F.lit(_renamed_to(op)).cast("string").alias("new"),
+            _filled_map(op, lambda column, text: text).alias("filled"),
+            _filled_map(op, lambda column, text: column.spark_type).alias("filled_types"),
         )
         for (db, table), table_changes in changes.items()
         for at, op in _once(sorted(table_changes, key=lambda change: _sortable(change[0])))
@@ -183,7 +190,7 @@ def _once(changes: list[ColumnChange]) -> list[ColumnChange]:
 
 
 def _applies(current: Column, change: Column) -> Column:
-    """Whether the rename or drop `change` is of the row's table and newer than the row (with a value to read)."""
+    """Whether the image change `change` is of the row's table and newer than the row (with a value to read)."""
     at_table = (change["db"] == F.col("db")) & (change["table"] == F.col("table"))
     return at_table & (change_position() < change["at"]) & current.isNotNull()
 
@@ -201,13 +208,18 @@ def _new_name(name: Column, change: Column) -> Column:
 def _image_step(current: Column, change: Column) -> Column:
     kept = F.map_filter(current, lambda k, _: _kept(k, change))
     later = F.when(change["old"].isNull(), kept).otherwise(F.transform_keys(kept, lambda k, _: _new_name(k, change)))
+    later = F.map_concat(later, F.map_filter(change["filled"], lambda k, _: ~F.map_contains_key(later, k)))
     return F.when(_applies(current, change), later).otherwise(current)
 
 
 def _columns_step(current: Column, change: Column) -> Column:
     kept = F.filter(current, lambda c: _kept(c["name"], change))
     renamed = F.transform(kept, lambda c: F.struct(_new_name(c["name"], change).alias("name"), c["type"].alias("type")))
-    return F.when(_applies(current, change), renamed).otherwise(current)
+    undeclared = F.map_filter(change["filled_types"], lambda k, _: ~F.exists(renamed, lambda c: c["name"] == k))
+    declared = F.transform(
+        F.map_entries(undeclared), lambda e: F.struct(e["key"].alias("name"), e["value"].alias("type"))
+    )
+    return F.when(_applies(current, change), F.concat(renamed, declared)).otherwise(current)
 
 
 def _key_step(current: Column, change: Column) -> Column:
@@ -220,13 +232,25 @@ def _dropped(op: S.Operation) -> tuple[str, ...]:
 
 
 def _renamed_from(op: S.Operation) -> str | None:
-    return None if isinstance(op, S.DropColumns) else op.old  # type: ignore[union-attr]  # see IMAGES
+    return None if isinstance(op, S.DropColumns | S.AddColumns) else op.old  # type: ignore[union-attr]  # see IMAGES
 
 
 def _renamed_to(op: S.Operation) -> str | None:
-    if isinstance(op, S.DropColumns):
+    if isinstance(op, S.DropColumns | S.AddColumns):
         return None
     return op.new if isinstance(op, S.RenameColumn) else op.name  # type: ignore[union-attr]  # see IMAGES
+
+
+def _filled(op: S.AddColumns) -> dict[S.Column, str]:
+    """The added columns that existing rows have a value in (`defaults.fill`), with that value's text."""
+    return {column: filled.text for column in op.columns if (filled := fill(column)) is not None}
+
+
+def _filled_map(op: S.Operation, value: Callable[[S.Column, str], str]) -> Column:
+    """A map of an ADD COLUMN's filled columns' names to `value` of each (empty for any other operation)."""
+    filled = _filled(op) if isinstance(op, S.AddColumns) else {}
+    entries = [F.lit(part) for column, text in filled.items() for part in (column.name, value(column, text))]
+    return F.create_map(*entries).cast("map<string,string>")
 
 
 def change_position() -> Column:

@@ -38,6 +38,9 @@ DIALECTS = {"mysql": "mysql", "oceanbase": "mysql", "oracle": "oracle", "oceanba
 
 @dataclass(frozen=True)
 class Column:
+    """A column a statement declares. `default`: the value existing rows get when ALTER TABLE adds it (see
+    `_Reader.existing_rows_default`; None: NULL or unknown)."""
+
     name: str
     spark_type: str
     default: str | None = None
@@ -483,6 +486,19 @@ _ATTRIBUTES = {
 # ------------------------------------------------------------------------------------------------ statements
 
 
+def _constant(value: exp.Expression) -> str | None:
+    """The text of a constant DEFAULT (`-5`, `'x'`, TRUE as 1); None for NULL and for anything computed."""
+    if isinstance(value, exp.Paren):
+        return _constant(value.this)
+    if isinstance(value, exp.Literal):
+        return value.name
+    if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal) and not value.this.is_string:
+        return "-" + value.this.name
+    if isinstance(value, exp.Boolean):
+        return "1" if value.this else "0"
+    return None
+
+
 class _Reader:
     """Reads one statement's tokens (positions into `text`) in dialect `read`."""
 
@@ -610,12 +626,25 @@ class _Reader:
         kind = definition.args.get("kind")
         if kind is None or kind.this == exp.DataType.Type.NULL:
             return None
-        default = None
-        for constraint in definition.args.get("constraints") or []:
-            if isinstance(constraint.args.get("kind"), exp.DefaultColumnConstraint):
-                value = constraint.args["kind"].this
-                default = value.name if isinstance(value, exp.Literal) else None
-        return Column(definition.name, spark_type(kind, self.read, type_text), default)
+        return Column(definition.name, spark_type(kind, self.read, type_text), self.existing_rows_default(definition))
+
+    def existing_rows_default(self, definition: exp.ColumnDef) -> str | None:
+        """The value a column added by ALTER TABLE gives the table's existing rows, as the statement writes it: a
+        constant DEFAULT (a number, a string, TRUE/FALSE as 1/0); in MySQL, a NOT NULL number or character column
+        without one takes its type's implicit default (0, ''). None: the rows read NULL, or a value this loader
+        cannot know (CURRENT_TIMESTAMP, an expression, AUTO_INCREMENT's numbering, a generated column)."""
+        kinds = {type(c.args.get("kind")): c.args["kind"] for c in definition.args.get("constraints") or []}
+        if exp.AutoIncrementColumnConstraint in kinds or exp.ComputedColumnConstraint in kinds:
+            return None
+        if exp.DefaultColumnConstraint in kinds:
+            return _constant(kinds[exp.DefaultColumnConstraint].this)
+        null = kinds.get(exp.NotNullColumnConstraint)
+        if self.read != "mysql" or null is None or null.args.get("allow_null"):  # NULL allowed: it reads NULL
+            return None
+        kind = definition.args["kind"]
+        if kind.is_type(*exp.DataType.NUMERIC_TYPES, exp.DataType.Type.BOOLEAN):
+            return "0"
+        return "" if kind.is_type(*exp.DataType.TEXT_TYPES) else None
 
     def column_def(self, text: str) -> exp.ColumnDef | None:
         try:
