@@ -43,8 +43,8 @@ CACHED = StorageLevel.MEMORY_AND_DISK_DESER
 # The project's JVM functions (jvm/src), registered in every session by `spark_session`: SQL name -> (class, the
 # type it returns).
 EXACT_NUMBERS = "lakeloader_exact_numbers"  # JSON text with its numbers quoted (lakeloader.parse.formats.common)
-# JSON text -> the first name one of its objects holds twice, or NULL (lakeloader.parse.formats.common.parse_json)
-REPEATED_NAME = "lakeloader_repeated_name"
+# JSON text -> why it is no single message though the JSON reader reads one (a name twice, text after it), or NULL
+JSON_PROBLEM = "lakeloader_json_problem"
 # a message's bytes -> hex of its first control character JSON forbids unescaped (lakeloader.parse.framing)
 FIRST_CONTROL_CHARACTER = "lakeloader_first_control_character"
 # a message's bytes -> whether they are valid UTF-8, as `is_valid_utf8` decides, faster on ASCII (parse.framing)
@@ -192,7 +192,7 @@ SHAREPLEX_COMMON_CASE = T.StructType(
 
 JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     EXACT_NUMBERS: ("lakeloader.jvm.ExactNumbers", T.StringType()),
-    REPEATED_NAME: ("lakeloader.jvm.RepeatedNames", T.StringType()),
+    JSON_PROBLEM: ("lakeloader.jvm.JsonProblems", T.StringType()),
     FIRST_CONTROL_CHARACTER: ("lakeloader.jvm.FirstControlCharacter", T.StringType()),
     VALID_UTF8: ("lakeloader.jvm.ValidUtf8", T.BooleanType()),
     EPOCH_MICROS: ("lakeloader.jvm.EpochMicros", T.LongType()),

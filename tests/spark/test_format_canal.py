@@ -323,6 +323,10 @@ def test_bad_messages_are_quarantined_whole_with_their_reason(parse_messages):
         canal("INSERT", [good_row, good_row | {"amount": "123456789.00"}, good_row | {"id": "x"}]),
         canal("INSERT", [good_row, good_row | {"id": None}]),
         canal("INSERT", [good_row | {"photo": "\u4e2d"}]),  # not a Latin-1 character: no byte
+        canal("INSERT", good_row),  # `data` an object, not an array of rows
+        canal("INSERT", [good_row], pkNames="id", mysqlType=["int"]),
+        canal("INSERT", [good_row]) + " trailing",
+        canal("INSERT", [good_row]) + canal("INSERT", [good_row | {"id": "2"}]),  # two messages on one line
     ]
 
     rows = parse_messages(source(), lines)
@@ -339,6 +343,10 @@ def test_bad_messages_are_quarantined_whole_with_their_reason(parse_messages):
         (9, "quarantined", "value does not match its declared type in column(s): amount, id"),
         (10, "quarantined", "primary key column(s) missing from the image: id"),
         (11, "quarantined", "value does not match its declared type in column(s): photo"),
+        (12, "quarantined", "malformed message: not the format's structure at: data"),
+        (13, "quarantined", "malformed message: not the format's structure at: pkNames, mysqlType"),
+        (14, "quarantined", "malformed JSON: more text after the message's JSON value"),
+        (15, "quarantined", "malformed JSON: more text after the message's JSON value"),
     ]
 
 

@@ -9,7 +9,7 @@ import random
 from pyspark.sql import functions as F
 
 from lakeloader.parse.formats.common import epoch_micros, exact_numbers
-from lakeloader.spark import FIRST_CONTROL_CHARACTER, JVM_FUNCTIONS, REPEATED_NAME, VALID_UTF8
+from lakeloader.spark import FIRST_CONTROL_CHARACTER, JSON_PROBLEM, JVM_FUNCTIONS, VALID_UTF8
 
 # The regular expression that quoted the numbers before ExactNumbers did (5-7 times slower). Each match consumes,
 # possessively, everything up to the next number (whole string tokens included), then the number, which the
@@ -112,23 +112,28 @@ def test_the_jvm_utf8_check_equals_sparks_is_valid_utf8_on_random_bytes(spark):
     assert counts[None] == 1 and counts[True] > 5_000 and counts[False] > 5_000  # both outcomes well represented
 
 
-def test_a_repeated_name_is_found_in_any_object_as_json_reads_names(spark):
+def test_a_repeated_name_is_found_in_any_object_as_json_reads_names_and_text_after_the_value_is_refused(spark):
+    twice = "ambiguous JSON: an object holds a name twice: "
+    after = "malformed JSON: more text after the message's JSON value"
     texts = {
         '{"a":1,"b":{"a":2},"c":[{"a":3},{"a":4}]}': None,  # one name in different objects
-        '{"a":1,"b":2,"a":3}': "a",
-        '{"x":{"n":1,"m":[1,{"k":1,"k":2}]}}': "k",
-        '{"caf\\u00e9":1,"café":2}': "café",  # escapes decoded, as the JSON reader reads the name
+        '{"a":1,"b":2,"a":3}': twice + '"a"',
+        '{"x":{"n":1,"m":[1,{"k":1,"k":2}]}}': twice + '"k"',
+        '{"caf\\u00e9":1,"café":2}': twice + '"café"',  # escapes decoded, as the JSON reader reads the name
         '{"a":1,"A":2}': None,  # names are case-sensitive
         '{"a":1,"a":2': None,  # no valid JSON: the JSON reader reports it
-        '{"a":1,"a":2} trailing': "a",  # the JSON reader reads the first value only
-        '{"a":1} {"b":1,"b":2}': None,
-        '[{"a":1,"a":2}]': "a",
-        '1 {"a":1,"a":2}': None,
+        '{"a":1,"a":2} trailing': twice + '"a"',  # the first problem found
+        '{"a":1} {"b":1,"b":2}': after,  # two messages on one line: the reader would read the first only
+        '{"a":1}{"a":2}': after,
+        '{"a":1} trailing': after,
+        '{"a":1} \t ': None,  # white space after the value
+        '[{"a":1,"a":2}]': twice + '"a"',
+        '1 {"a":1,"a":2}': after,
         "": None,
     }
     frame = spark.createDataFrame([(t,) for t in texts], "v string")
-    found = frame.select("v", F.call_function(REPEATED_NAME, F.col("v")).alias("name")).collect()
-    assert {r["v"]: r["name"] for r in found} == texts
+    found = frame.select("v", F.call_function(JSON_PROBLEM, F.col("v")).alias("problem")).collect()
+    assert {r["v"]: r["problem"] for r in found} == texts
 
 
 def _epoch_micros_expressions(v, fraction_digits: int):

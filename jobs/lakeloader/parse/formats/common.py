@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lakeloader.parse import canonical as C
-from lakeloader.spark import EPOCH_MICROS, EXACT_NUMBERS, REPEATED_NAME
+from lakeloader.spark import EPOCH_MICROS, EXACT_NUMBERS, JSON_PROBLEM
 
 REJECT_REASON = "reject_reason"
 # the export's framing of a message (lakeloader.parse.framing): parsers pass these through untouched
@@ -75,32 +75,50 @@ def parse_json(lines: DataFrame, schema: T.StructType | T.MapType) -> DataFrame:
 
     A message one of whose objects holds a name twice is not parsed (`j` is NULL): JSON leaves its meaning open,
     Spark's reader would keep one of a field's values silently, and an image's map with the name twice would fail
-    the job where any expression rebuilds it.
+    the job where any expression rebuilds it. Nor is a line with text after its JSON value: the reader would read
+    the first of two messages written on one line and lose the second (jvm/src/lakeloader/jvm/JsonProblems.java).
     """
     message = F.col("text")
-    lines = lines.withColumn(REPEATED, F.call_function(REPEATED_NAME, message))
-    text = exact_numbers(F.when(F.col(REPEATED).isNull(), message))
+    lines = lines.withColumn(PROBLEM, F.call_function(JSON_PROBLEM, message))
+    text = exact_numbers(F.when(F.col(PROBLEM).isNull(), message))
     if isinstance(schema, T.MapType):
         parsed, corrupt = F.from_json(text, schema), F.lit(False)  # type: ignore[arg-type]  # a MapType schema works
     else:
         with_corrupt = T.StructType([*schema.fields, T.StructField(CORRUPT, T.StringType())])
         parsed = F.from_json(text, with_corrupt, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
         corrupt = F.col(f"j.{CORRUPT}").isNotNull()
-    repeated = F.concat(F.lit(REPEATED_NAME_REASON + ' "'), F.col(REPEATED), F.lit('"'))
     return (
         lines.withColumn("j", parsed)
         .withColumn(
             "envelope_error",
             F.when(F.trim(message) == "", F.lit("empty line"))
-            .when(F.col(REPEATED).isNotNull(), repeated)
-            .when(F.col("j").isNull() | corrupt, F.lit("malformed JSON: not a JSON object")),
+            .when(F.col(PROBLEM).isNotNull(), F.col(PROBLEM))
+            .when(F.col("j").isNull() | corrupt, _why_not_read(text, schema)),
         )
-        .drop(REPEATED)
+        .drop(PROBLEM)
     )
 
 
-REPEATED = "_repeated_name"
-REPEATED_NAME_REASON = "ambiguous JSON: an object holds a name twice:"
+NOT_AN_OBJECT = "malformed JSON: not a JSON object"
+OTHER_STRUCTURE = "malformed message: not the format's structure at: "
+
+
+def _why_not_read(text: Column, schema: T.StructType | T.MapType) -> Column:
+    """Why `from_json` read no message from `text`: no JSON object at all, or (a struct `schema`) an object whose
+    named top-level fields hold another kind of JSON value than the format has there (a string for an object, an
+    object for an array). Evaluated only for the lines that failed (a CASE branch)."""
+    if isinstance(schema, T.MapType):
+        return F.lit(NOT_AN_OBJECT)
+    raw = F.from_json(text, T.StructType([T.StructField(f.name, T.StringType()) for f in schema.fields]))
+    nested = [f for f in schema.fields if not isinstance(f.dataType, T.StringType)]
+    read = {f.name: F.from_json(raw[f.name], f.dataType) for f in nested}  # type: ignore[arg-type]  # maps work
+    mistyped = F.concat_ws(
+        ", ", *(F.when(raw[name].isNotNull() & value.isNull(), name) for name, value in read.items())
+    )
+    return F.when(mistyped == "", F.lit(NOT_AN_OBJECT)).otherwise(F.concat(F.lit(OTHER_STRUCTURE), mistyped))
+
+
+PROBLEM = "_json_problem"
 
 
 # --------------------------------------------------------------------------------------------------------------
