@@ -773,3 +773,32 @@ def test_columns_a_change_older_than_a_drop_table_gave_the_table_go_with_it_in_e
     run_in_order(spark, source, exports, order)
 
     assert user_rows(silver(source)) == (["id", "title"], [(2, "b")])
+
+
+SEQ = 1620457642589000100  # the seed's sequenceIds have 19 digits, beyond what a double holds exactly
+
+
+def test_ddl_at_19_digit_sequence_ids_finds_the_rows_older_than_it(spark, tmp_path):
+    """delta-rs records a decimal column's file statistics as doubles: 1620457642589000101 and ...102 as
+    ...192, which hid the rows older than a TRUNCATE (...103) from its delete, and from the checks of a DROP TABLE
+    and an ADD COLUMN's default, whenever the statement came within a few hundred sequence numbers of them."""
+    source = make_source(tmp_path)
+    drop_spec, default_spec = spec(("name", "STRING"), table="gone"), spec(("name", "STRING"), table="defaulted")
+    exports = [
+        [
+            *dw.insert(V1, SEQ + 1, AT, {"id": 1, "name": "a", "qty": 1}),
+            *dw.insert(V1, SEQ + 2, AT, {"id": 2, "name": "b", "qty": 2}),
+            *dw.insert(drop_spec, SEQ + 3, AT, {"id": 1, "name": "a"}),
+            *dw.insert(default_spec, SEQ + 4, AT, {"id": 1, "name": "a"}),
+        ],
+        [
+            dw.message(V1, "TRUNCATE", SEQ + 5, AT, ddl="TRUNCATE TABLE items"),
+            dw.message(drop_spec, "ERASE", SEQ + 6, AT, ddl="DROP TABLE gone"),
+            alter(SEQ + 7, "ALTER TABLE defaulted ADD COLUMN c INT NOT NULL DEFAULT 5", default_spec),
+        ],
+    ]
+    run_in_order(spark, source, exports, [0, 1])
+
+    assert user_rows(silver(source)) == (["id", "name", "qty"], [])
+    assert not (Path(source.lake_root) / zones.silver_table_dir(source.name, "shop", "gone")).exists()
+    assert user_rows(silver(source, "defaulted")) == (["id", "name", "c"], [(1, "a", 5)])

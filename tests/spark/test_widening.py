@@ -111,6 +111,35 @@ def test_merges_update_keys_above_2_63_whatever_the_file_statistics_say(tmp_path
         assert pa.table(query.execute(f"SELECT count(*) AS n FROM t WHERE id = {2**63}"))["n"].to_pylist() == [1]
 
 
+def test_deletes_counts_and_merges_find_decimals_a_double_does_not_hold_whatever_the_statistics_say(tmp_path):
+    """delta-rs records a decimal's file statistics as doubles: the seed's 19-digit sequenceIds and a 17-digit
+    decimal(20,2) key are rounded, and pruning on them hid the rows. A table an earlier version wrote (every column
+    with statistics, already rounded) and one the engine writes both find them."""
+    engine = DeltaRsEngine()
+    schema = pa.schema([("id", pa.decimal128(20, 2)), (E.SEQ, pa.decimal128(38, 0)), ("v", pa.string())])
+    seqs, keys = [Decimal(1620457642589000101), Decimal(1620457642589000102)], [Decimal("123456789012345.67")] * 2
+    keys[1] += 1
+    rows = pa.table({"id": keys, E.SEQ: seqs, "v": ["a", "b"]}, schema)
+    old, new = str(tmp_path / "old"), str(tmp_path / "new")
+    write_deltalake(old, rows, configuration={E.STATS_COLUMNS_PROPERTY: f"id,{E.SEQ},v"})
+    assert pa.table(DeltaTable(old).get_add_actions(flatten=True))[f"max.{E.SEQ}"].to_pylist() == [
+        Decimal(1620457642589000192)  # the bug: both rows recorded as one rounded value
+    ]
+    engine.create(new, schema, {}, {})
+    engine.merge(new, rows.append_column(E.ACTION, pa.array([E.UPSERT] * 2)), ["id"], (), {})
+
+    for uri in (old, new):
+        assert engine.row_count(uri, E.after((E.SEQ,), (Decimal(1620457642589000102),))) == 0
+        changes = pa.table(
+            {"id": keys[:1], E.SEQ: seqs[:1], "v": ["c"], E.ACTION: [E.UPSERT]},
+            schema.append(pa.field(E.ACTION, pa.string())),
+        )
+        result = engine.merge(uri, changes, ["id"], (), {})
+        assert (result.inserted, result.updated) == (0, 1)
+        assert engine.delete_where(uri, E.before((E.SEQ,), (Decimal(1620457642589000103),)), {}) == 2
+        assert DeltaTable(uri).metadata().configuration[E.STATS_COLUMNS_PROPERTY] == "v"
+
+
 def test_a_key_above_2_63_is_updated_and_deleted_not_duplicated(spark, tmp_path):
     config = source_for("canal_json", tmp_path)
     types = {"id": "bigint(20) unsigned", "v": "varchar(10)"}

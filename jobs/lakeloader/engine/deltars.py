@@ -3,22 +3,23 @@
 Reads always go through `DeltaTable.scan()`: `to_pyarrow_table()` returns NULL columns on tables with
 column mapping (see ENVIRONMENT.md).
 
-File statistics that lie: delta-rs 1.6 writes the min/max of a decimal column with scale 0 and precision of 19
-or more (BIGINT UNSIGNED's decimal(20,0), decimal(38,0) ordering keys) clamped to the int64 range, so a file
-holding 2^63 records max 2^63-1, and a merge's key-range pruning then skips the file that holds the key (the
-change is inserted again instead of updating or deleting it). Before a write, a table whose such column holds
-(or is about to hold) a value at int64's limits gets the column left out of the columns whose statistics are
-collected (`delta.dataSkippingStatsColumns`, a plain table property, no table feature); delta-rs then ignores
-that column's statistics in the files written before, too, so neither merges nor other readers prune on them.
-While every value is within int64 the statistics are exact and merges keep pruning on them
-(`DeltaRsEngine._trust_statistics`).
+File statistics that lie: delta-rs 1.6 writes the min/max of a decimal column as a double (and clamped to the
+int64 range), so a DataWorks sequenceId of 19 digits, 1620457642589000101, is recorded as 1620457642589000192,
+and a BIGINT UNSIGNED key of 2^63 as 2^63-1. Anything that prunes files on those bounds then skips the file
+that holds the value: a merge inserts the change again instead of updating or deleting the row, a TRUNCATE's
+delete of the rows older than it deletes none, a count answers from the bounds. Before a write, a table whose
+decimal column holds (or is about to hold) a value a double does not hold exactly gets the column left out of
+the columns whose statistics are collected (`delta.dataSkippingStatsColumns`, a plain table property, no table
+feature); delta-rs then ignores that column's statistics in the files written before, too, so neither merges
+nor other readers prune on them. While every value is exact as a double (integers up to 2^53, decimals of up
+to 15 digits) the statistics are exact and merges keep pruning on them (`DeltaRsEngine._trust_statistics`).
 """
 
 from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Decimal
@@ -87,43 +88,53 @@ def predicate_sql(predicate: Predicate) -> str:
     return render_predicate(predicate, quote, value_sql)
 
 
-INT64_LIMITS = (-(2**63), 2**63 - 1)
+EXACT_DIGITS = 15  # a double holds every decimal of up to 15 digits, as written and read back
+EXACT_INTEGERS = Decimal(2**53)  # and every integer up to 2^53
 
 
 def untrusted_statistics(schema: pa.Schema) -> list[str]:
-    """Columns whose file statistics delta-rs 1.6 may write wrongly: decimals of scale 0 that can exceed int64
-    (their min/max are clamped to it)."""
-    return [f.name for f in schema if pa.types.is_decimal(f.type) and f.type.scale == 0 and f.type.precision >= 19]
+    """Columns whose file statistics delta-rs 1.6 may write wrongly: decimals that can hold a value a double
+    does not (their min/max are written as doubles)."""
+    return [f.name for f in schema if pa.types.is_decimal(f.type) and f.type.precision > EXACT_DIGITS]
 
 
-def at_int64_limits(data: pa.Table, columns: list[str]) -> set[str]:
-    """Of `columns`, those holding a value at or beyond int64's limits (whose statistics delta-rs clamps)."""
+def _exact_below(decimal: pa.Decimal128Type) -> Decimal:
+    """The magnitude from which a value of the decimal type may not be exact as a double."""
+    return EXACT_INTEGERS if decimal.scale <= 0 else Decimal(10) ** (EXACT_DIGITS - decimal.scale)
+
+
+def _inexact(values: Iterable[Decimal | None], decimal: pa.Decimal128Type) -> bool:
+    limit = _exact_below(decimal)
+    return any(value is not None and abs(value) >= limit for value in values)
+
+
+def inexact_as_doubles(data: pa.Table, schema: pa.Schema, columns: list[str]) -> set[str]:
+    """Of `columns` (decimals of `schema`), those holding a value a double does not hold exactly in `data`."""
     found = set()
     for name in columns:
         if name in data.column_names and data.num_rows:
-            bounds = pc.min_max(data[name]).as_py()
-            low, high = bounds["min"], bounds["max"]
-            if low is not None and (low <= INT64_LIMITS[0] or high >= INT64_LIMITS[1]):
+            bounds = pc.min_max(data[name].cast(schema.field(name).type)).as_py()
+            if _inexact((bounds["min"], bounds["max"]), schema.field(name).type):
                 found.add(name)
     return found
 
 
-def _logged_at_limits(table: DeltaTable, columns: list[str]) -> set[str]:
-    """Of `columns`, those whose recorded file statistics touch int64's limits (perhaps clamped)."""
+def _logged_inexact(table: DeltaTable, schema: pa.Schema, columns: list[str]) -> set[str]:
+    """Of `columns`, those whose recorded file statistics hold a value a double does not hold exactly (rounded)."""
     if not columns:
         return set()
     files = pa.table(table.get_add_actions(flatten=True))
     found = set()
     for name in columns:
         for bound in (f"min.{name}", f"max.{name}"):
-            if bound in files.column_names and set(files[bound].drop_null().to_pylist()) & set(INT64_LIMITS):
+            if bound in files.column_names and _inexact(files[bound].to_pylist(), schema.field(name).type):
                 found.add(name)
     return found
 
 
 def _all_with_statistics(schema: pa.Schema) -> dict[str, str]:
-    """A new table's statistics columns: every column, listed when some may need leaving out later, so that
-    `_trust_statistics` knows the table needs no check of statistics written before."""
+    """A new table's statistics columns: every column, listed when some may need leaving out later
+    (`_trust_statistics`)."""
     if not untrusted_statistics(schema):
         return {}
     return {STATS_COLUMNS_PROPERTY: ",".join(_stats_name(f.name) for f in schema)}
@@ -329,12 +340,11 @@ class DeltaRsEngine:
 
     @_commits
     def _trust_statistics(self, uri: str, commit_info: dict[str, str], incoming: pa.Table | None = None) -> DeltaTable:
-        """Keep statistics off each `untrusted_statistics` column once it holds a value at int64's limits or
-        beyond: in the data about to be written (`incoming`), or as recorded statistics (a table written before).
-        Until then its statistics are exact and merges prune on them; afterwards delta-rs ignores them, in the
-        files written before too (see the module's docstring). The property lists every other column (added
-        ones too); a table without it is one written before, whose log is checked once. Returns the table as
-        it is afterwards."""
+        """Keep statistics off each `untrusted_statistics` column once it holds a value a double does not hold
+        exactly: in the data about to be written (`incoming`), or as recorded statistics (files written before,
+        perhaps by an earlier version that trusted them). Until then its statistics are exact and merges prune
+        on them; afterwards delta-rs ignores them, in the files written before too (see the module's docstring).
+        The property lists every other column (added ones too). Returns the table as it is afterwards."""
         table = self._table(uri)
         schema = pa.schema(table.schema().to_arrow())
         current = table.metadata().configuration.get(STATS_COLUMNS_PROPERTY)
@@ -342,9 +352,8 @@ class DeltaRsEngine:
         excluded = _without_statistics(table) & set(untrusted)
         unchecked = [n for n in untrusted if n not in excluded]
         if incoming is not None:
-            excluded |= at_int64_limits(incoming, unchecked)
-        if current is None:  # a table written before: once, its recorded statistics are checked
-            excluded |= _logged_at_limits(table, [n for n in unchecked if n not in excluded])
+            excluded |= inexact_as_doubles(incoming, schema, unchecked)
+        excluded |= _logged_inexact(table, schema, [n for n in unchecked if n not in excluded])
         if not untrusted and current is None:
             return table
         wanted = ",".join(_stats_name(f.name) for f in schema if f.name not in excluded)
@@ -510,9 +519,11 @@ class DeltaRsEngine:
         return self._table(uri).version()
 
     def row_count(self, uri: str, where: Predicate | None = None) -> int:
+        """A condition is counted over every row, not as a filter: a filter prunes files on their statistics,
+        which a read cannot leave out as a write does (`_trust_statistics`), and may answer from them."""
         query = QueryBuilder().register("t", self._table(uri))
-        condition = f" WHERE {predicate_sql(where)}" if where is not None else ""
-        return int(pa.table(query.execute(f"SELECT count(*) AS n FROM t{condition}"))["n"][0].as_py())
+        counted = "count(*)" if where is None else f"coalesce(sum(CASE WHEN {predicate_sql(where)} THEN 1 END), 0)"
+        return int(pa.table(query.execute(f"SELECT {counted} AS n FROM t"))["n"][0].as_py())
 
     def converts(self, uri: str, column: str, arrow: pa.DataType) -> bool:
         batches = pa.RecordBatchReader.from_stream(self._table(uri).scan(columns=[column]))
