@@ -56,8 +56,8 @@ def write(source: SourceConfig, name: str, lines: list[str], hour: datetime) -> 
     os.utime(path, (hour.timestamp() + 60, hour.timestamp() + 60))
 
 
-def silver(source: SourceConfig, table: str = "items") -> pa.Table:
-    uri = str(Path(source.lake_root) / zones.silver_table_dir(source.name, "shop", table))
+def silver(source: SourceConfig, table: str = "items", db: str = "shop") -> pa.Table:
+    uri = str(Path(source.lake_root) / zones.silver_table_dir(source.name, db, table))
     return DeltaRsEngine().read(uri)
 
 
@@ -773,3 +773,34 @@ def test_columns_a_change_older_than_a_drop_table_gave_the_table_go_with_it_in_e
     run_in_order(spark, source, exports, order)
 
     assert user_rows(silver(source)) == (["id", "title"], [(2, "b")])
+
+
+def test_an_oracle_statements_unquoted_names_are_their_upper_case_and_quoted_ones_are_exact(spark, tmp_path):
+    # Oracle folds an unquoted identifier to upper case: `s.t`, `title`, `t_new` name the source's S.T, TITLE, T_NEW
+    source = make_source(tmp_path, source_dialect="oracle")
+    before = dw.TableSpec("S", "T", (("ID", "LONG"), ("TITLE", "STRING"), ("A", "LONG")), ("ID",))
+    after = dw.TableSpec("S", "T", (("ID", "LONG"), ("TITLE2", "STRING"), ("D", "STRING"), ("E", "STRING"),
+                                    ("Mixed", "STRING")), ("ID",))  # fmt: skip
+    new = dw.TableSpec("S", "T_NEW", (("ID", "LONG"), ("NM", "STRING")), ("ID",))
+    lines = [
+        *dw.insert(before, 1, AT, {"ID": 1, "TITLE": "a", "A": 5}),
+        dw.message(
+            before, "ALTER", 2, AT, ddl="alter table s.t add (d varchar2(10) default 'dd', e number(3,1) default -1.25)"
+        ),
+        dw.message(before, "ALTER", 3, AT, ddl="ALTER TABLE s.t rename column title to title2"),
+        dw.message(before, "ALTER", 4, AT, ddl="ALTER TABLE t DROP (a)"),
+        dw.message(before, "ALTER", 5, AT, ddl="""ALTER TABLE "S"."T" ADD ("Mixed" VARCHAR2(3) DEFAULT 'm')"""),
+        *dw.insert(after, 6, AT, {"ID": 2, "TITLE2": "b", "D": "x", "E": "1.5", "Mixed": "n"}),
+        dw.message(new, "CREATE", 7, AT, ddl="create table s.t_new (id number(10) primary key, nm varchar2(10))"),
+        *dw.insert(new, 8, AT, {"ID": 1, "NM": "n"}),
+    ]
+    write(source, "h5.json", lines, H5)
+    run_hours(spark, source, [H5], emit=lambda _: None)
+
+    assert user_rows(silver(source, "T", db="S")) == (
+        ["ID", "TITLE2", "D", "E", "Mixed"],
+        [(1, "a", "dd", Decimal("-1.3"), "m"), (2, "b", "x", Decimal("1.5"), "n")],
+    )
+    assert user_rows(silver(source, "T_NEW", db="S")) == (["ID", "NM"], [(Decimal(1), "n")])
+    assert sorted(p.name for p in (Path(source.lake_root) / "silver" / "shop").iterdir()) == ["S"]
+    assert [r["status"] for r in history(source)] == ["applied"] * 6

@@ -112,6 +112,53 @@ def test_statements_parse_into_operations(dialect, text, expected):
     assert parse_ddl(text, dialect) == expected
 
 
+@pytest.mark.parametrize("dialect", ["oracle", "oceanbase_oracle"])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "alter table s.t add (d varchar2(10) default 'dd', \"e\" number(3,1))",
+            S.Statement(
+                S.TableName("S", "T"),
+                (S.AddColumns((S.Column("D", "string", "dd"), S.Column("e", "decimal(3,1)"))),),
+            ),
+        ),
+        (
+            "ALTER TABLE t modify (amt number(12,2))",
+            S.Statement(S.TableName(None, "T"), (S.ChangeColumnType("AMT", "decimal(12,2)"),)),
+        ),
+        ('ALTER TABLE t drop (a, "b")', S.Statement(S.TableName(None, "T"), (S.DropColumns(("A", "b")),))),
+        ("ALTER TABLE t drop column z", S.Statement(S.TableName(None, "T"), (S.DropColumns(("Z",)),))),
+        (
+            'ALTER TABLE "S"."t" rename column title to "Title2"',
+            S.Statement(S.TableName("S", "t"), (S.RenameColumn("TITLE", "Title2"),)),
+        ),
+        ("alter table t set unused (c)", S.Statement(S.TableName(None, "T"), (S.DropColumns(("C",)),))),
+        (
+            'create table s.t_new (id number(10), "Nm" varchar2(10), constraint pk primary key (id, "Nm"))',
+            S.Statement(
+                S.TableName("S", "T_NEW"),
+                (S.CreateTable((S.Column("ID", "decimal(10,0)"), S.Column("Nm", "string")), ("ID", "Nm")),),
+            ),
+        ),
+        ("create table t2 like s.t", S.Statement(S.TableName(None, "T2"), (S.CreateTableLike(S.TableName("S", "T")),))),
+        ("rename t to t_old", S.Statement(S.TableName(None, "T"), (S.RenameTable(S.TableName(None, "T_OLD")),))),
+        ("truncate table s.t", S.Statement(S.TableName("S", "T"), (S.TruncateTable(),))),
+        ("drop table s.t purge", S.Statement(S.TableName("S", "T"), (S.DropTable(),))),
+    ],
+)
+def test_an_oracle_unquoted_identifier_names_its_upper_case_form_and_a_quoted_one_its_exact_name(
+    dialect, text, expected
+):
+    assert parse_ddl(text, dialect) == expected
+
+
+def test_a_mysql_identifier_is_the_name_as_written():
+    assert parse_ddl("ALTER TABLE Shop.t_Case RENAME COLUMN qty TO Amount") == S.Statement(
+        S.TableName("Shop", "t_Case"), (S.RenameColumn("qty", "Amount"),)
+    )
+
+
 def test_several_statements_in_one_text_are_refused_not_split():
     assert parse_ddl("ALTER TABLE items ADD COLUMN a INT; DROP TABLE items") == S.Unsupported(
         "expected one statement, found 2"
