@@ -213,10 +213,10 @@ def test_a_multi_clause_alter_that_cannot_perform_one_clause_changes_nothing(tmp
         ("ALTER TABLE items ADD COLUMN note TEXT, ADD COLUMN _CDC_Seq INT", "(prefix _cdc_, any case): _CDC_Seq"),
         ("ALTER TABLE items RENAME COLUMN qty TO _cdc_qty", "(prefix _cdc_, any case): _cdc_qty"),
         (
-            "ALTER TABLE items ADD COLUMN QTY INT",
+            'ALTER TABLE items ADD ("QTY" NUMBER(5))',  # Oracle: two columns; MySQL: its one column qty
             "differ only by case (Delta column names are case-insensitive): QTY, qty",
         ),
-        ("ALTER TABLE items ADD COLUMN note TEXT, ADD COLUMN Note INT", "case-insensitive): Note, note"),
+        ('ALTER TABLE items ADD ("note" VARCHAR2(5), "Note" NUMBER(5))', "case-insensitive): Note, note"),
         ("ALTER TABLE items RENAME COLUMN qty TO ID", "case-insensitive): ID, id"),
         ("ALTER TABLE items CHANGE COLUMN qty Id BIGINT", "case-insensitive): Id, id"),
     ],
@@ -228,10 +228,45 @@ def test_a_column_name_the_table_cannot_store_sends_the_statement_to_the_policy_
     # metadata columns would be overwritten, and Delta takes names differing only by case as one column
     engine, lake, location, uri = items_table(tmp_path)
     versions = len(DeltaTable(uri).history())
+    dialect = "oracle" if '"' in text else "mysql"
     with pytest.raises(D.UnsupportedOperation) as refused:
-        D.perform(engine, lake, location, parse_ddl(text), (Decimal(5), Decimal(0)), {})
+        statement = parse_ddl(text, dialect)
+        D.perform(engine, lake, location, statement, (5, 0), {}, ignore_case=S.columns_ignore_case(dialect))
     assert str(refused.value).endswith(refusal)
     assert engine.schema(uri) == pa.schema(ITEMS) and len(DeltaTable(uri).history()) == versions
+
+
+def test_a_mysql_statement_names_the_tables_column_equal_to_it_ignoring_case_and_a_rename_gives_its_new_name():
+    text = (
+        "ALTER TABLE t MODIFY VAL BIGINT, CHANGE COLUMN VAL amount INT, DROP COLUMN NM, ADD COLUMN Nm INT, "
+        "RENAME COLUMN ABC TO Abc, RENAME COLUMN abc TO x, DROP COLUMN gone"
+    )
+    statement = parse_ddl(text)
+    assert isinstance(statement, S.Statement)
+    assert S.spelled_as(statement.operations, ["id", "Val", "nm", "abc"]) == (
+        S.ChangeColumnType("Val", "bigint"),
+        S.ChangeColumnType("amount", "int", "Val"),
+        S.DropColumns(("nm",)),
+        S.AddColumns((S.Column("Nm", "int"),)),
+        S.RenameColumn("abc", "Abc"),
+        S.RenameColumn("Abc", "x"),
+        S.DropColumns(("gone",)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "detail", "columns"),
+    [
+        ("ALTER TABLE items RENAME COLUMN QTY TO Amount", "renamed column qty to Amount", ["id", "Amount"]),
+        ("ALTER TABLE items MODIFY QTY DECIMAL(30,0)", "widened qty from bigint to decimal(30,0)", ["id", "qty"]),
+        ("ALTER TABLE items ADD COLUMN QTY INT", "columns exist", ["id", "qty"]),
+        ("ALTER TABLE items DROP COLUMN Qty, ADD COLUMN QTY INT", "dropped qty; added QTY", ["id", "QTY"]),
+    ],
+)
+def test_a_mysql_statement_acts_on_the_column_its_name_equals_ignoring_case(tmp_path, text, detail, columns):
+    engine, lake, location, uri = items_table(tmp_path)
+    assert D.perform(engine, lake, location, parse_ddl(text), (5, 0), {}, ignore_case=True).detail == detail
+    assert [name for name in engine.schema(uri).names if not name.startswith("_cdc_")] == columns
 
 
 def test_a_rename_changing_only_a_columns_case_is_performed(tmp_path):

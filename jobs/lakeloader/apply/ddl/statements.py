@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from itertools import pairwise
 
@@ -157,6 +157,48 @@ class Unsupported:
 
 
 Parsed = Statement | Statements | Unsupported
+
+
+def columns_ignore_case(dialect: str) -> bool:
+    """Whether the dialect's column names are case-insensitive (MySQL, OceanBase's MySQL mode): `MODIFY VAL BIGINT`
+    changes the table's column `Val` (`spelled_as`)."""
+    return DIALECTS.get(dialect, dialect) == "mysql"
+
+
+def spelled_as(operations: Sequence[Operation], columns: Sequence[str]) -> tuple[Operation, ...]:
+    """The operations naming each column of the table (`columns`, as the operations before leave them) the way the
+    table spells it, where a name equals it ignoring case (for `columns_ignore_case` dialects, whose tables keep one
+    column per such name): `DROP COLUMN qty` drops `Qty`. The name a rename or CHANGE gives stays as written, so
+    `RENAME COLUMN abc TO Abc` renames `abc`."""
+    spelled = {name.lower(): name for name in columns}
+
+    def table_spelling(name: str) -> str:
+        return spelled.get(name.lower(), name)
+
+    def renamed(old: str, new: str) -> None:
+        if spelled.pop(old.lower(), None) is not None:
+            spelled[new.lower()] = new
+
+    resolved: list[Operation] = []
+    for op in operations:
+        if isinstance(op, AddColumns):
+            op = AddColumns(tuple(replace(c, name=table_spelling(c.name)) for c in op.columns))
+            spelled.update({c.name.lower(): c.name for c in op.columns})
+        elif isinstance(op, DropColumns):
+            op = DropColumns(tuple(map(table_spelling, op.names)))
+            for name in op.names:
+                spelled.pop(name.lower(), None)
+        elif isinstance(op, RenameColumn):
+            op = RenameColumn(table_spelling(op.old), op.new)
+            renamed(op.old, op.new)
+        elif isinstance(op, ChangeColumnType) and op.old is not None:
+            old = table_spelling(op.old)
+            op = replace(op, old=old)
+            renamed(old, op.name)
+        elif isinstance(op, ChangeColumnType):
+            op = replace(op, name=table_spelling(op.name))
+        resolved.append(op)
+    return tuple(resolved)
 
 
 def parse_ddl(text: str, dialect: str = "mysql") -> Parsed:
