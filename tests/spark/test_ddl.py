@@ -56,8 +56,8 @@ def write(source: SourceConfig, name: str, lines: list[str], hour: datetime) -> 
     os.utime(path, (hour.timestamp() + 60, hour.timestamp() + 60))
 
 
-def silver(source: SourceConfig, table: str = "items") -> pa.Table:
-    uri = str(Path(source.lake_root) / zones.silver_table_dir(source.name, "shop", table))
+def silver(source: SourceConfig, table: str = "items", db: str = "shop") -> pa.Table:
+    uri = str(Path(source.lake_root) / zones.silver_table_dir(source.name, db, table))
     return DeltaRsEngine().read(uri)
 
 
@@ -802,3 +802,70 @@ def test_ddl_at_19_digit_sequence_ids_finds_the_rows_older_than_it(spark, tmp_pa
     assert user_rows(silver(source)) == (["id", "name", "qty"], [])
     assert not (Path(source.lake_root) / zones.silver_table_dir(source.name, "shop", "gone")).exists()
     assert user_rows(silver(source, "defaulted")) == (["id", "name", "c"], [(1, "a", 5)])
+
+
+def test_an_oracle_statements_unquoted_names_are_their_upper_case_and_quoted_ones_are_exact(spark, tmp_path):
+    # Oracle folds an unquoted identifier to upper case: `s.t`, `title`, `t_new` name the source's S.T, TITLE, T_NEW
+    source = make_source(tmp_path, source_dialect="oracle")
+    before = dw.TableSpec("S", "T", (("ID", "LONG"), ("TITLE", "STRING"), ("A", "LONG")), ("ID",))
+    after = dw.TableSpec("S", "T", (("ID", "LONG"), ("TITLE2", "STRING"), ("D", "STRING"), ("E", "STRING"),
+                                    ("Mixed", "STRING")), ("ID",))  # fmt: skip
+    new = dw.TableSpec("S", "T_NEW", (("ID", "LONG"), ("NM", "STRING")), ("ID",))
+    lines = [
+        *dw.insert(before, 1, AT, {"ID": 1, "TITLE": "a", "A": 5}),
+        dw.message(
+            before, "ALTER", 2, AT, ddl="alter table s.t add (d varchar2(10) default 'dd', e number(3,1) default -1.25)"
+        ),
+        dw.message(before, "ALTER", 3, AT, ddl="ALTER TABLE s.t rename column title to title2"),
+        dw.message(before, "ALTER", 4, AT, ddl="ALTER TABLE t DROP (a)"),
+        dw.message(before, "ALTER", 5, AT, ddl="""ALTER TABLE "S"."T" ADD ("Mixed" VARCHAR2(3) DEFAULT 'm')"""),
+        *dw.insert(after, 6, AT, {"ID": 2, "TITLE2": "b", "D": "x", "E": "1.5", "Mixed": "n"}),
+        dw.message(new, "CREATE", 7, AT, ddl="create table s.t_new (id number(10) primary key, nm varchar2(10))"),
+        *dw.insert(new, 8, AT, {"ID": 1, "NM": "n"}),
+    ]
+    write(source, "h5.json", lines, H5)
+    run_hours(spark, source, [H5], emit=lambda _: None)
+
+    assert user_rows(silver(source, "T", db="S")) == (
+        ["ID", "TITLE2", "D", "E", "Mixed"],
+        [(1, "a", "dd", Decimal("-1.3"), "m"), (2, "b", "x", Decimal("1.5"), "n")],
+    )
+    assert user_rows(silver(source, "T_NEW", db="S")) == (["ID", "NM"], [(Decimal(1), "n")])
+    assert sorted(p.name for p in (Path(source.lake_root) / "silver" / "shop").iterdir()) == ["S"]
+    assert [r["status"] for r in history(source)] == ["applied"] * 6
+
+
+def test_a_mysql_statement_naming_a_column_in_another_case_acts_on_the_tables_column(spark, tmp_path):
+    # MySQL's column names are case-insensitive: VAL names Val; a rename gives its new name as written
+    source = make_source(tmp_path)
+    vals, amounts = spec(("Val", "LONG"), table="t_case"), spec(("amount", "LONG"), table="t_case")
+    nm = spec(("nm", "STRING"), table="t_case2")
+    abc, abc2 = spec(("abc", "STRING"), table="t_case3"), spec(("Abc", "STRING"), table="t_case3")
+    qty, renamed = spec(("Qty", "LONG"), table="t_case6"), spec(("amount", "LONG"), table="t_case6")
+    hour5 = [
+        *dw.insert(vals, 1, AT, {"id": 1, "Val": 5}),
+        alter(2, "ALTER TABLE t_case MODIFY VAL DECIMAL(30,0)", vals),
+        alter(3, "ALTER TABLE t_case CHANGE COLUMN VAL amount DECIMAL(30,0)", vals),
+        *dw.insert(amounts, 4, AT, {"id": 2, "amount": 6}),
+        *dw.insert(nm, 5, AT, {"id": 1, "nm": "n"}),
+        alter(6, "ALTER TABLE t_case2 DROP COLUMN NM", nm),
+        alter(7, "ALTER TABLE t_case2 ADD COLUMN Nm INT DEFAULT 3", nm),
+        *dw.insert(abc, 8, AT, {"id": 1, "abc": "v"}),
+        alter(9, "ALTER TABLE t_case3 RENAME COLUMN ABC TO Abc", abc),
+        *dw.insert(abc2, 10, AT, {"id": 2, "Abc": "w"}),
+        *dw.insert(qty, 11, AT, {"id": 1, "Qty": 1}),
+        alter(20, "ALTER TABLE t_case6 RENAME COLUMN qty TO amount", qty),
+        *dw.insert(renamed, 21, AT, {"id": 2, "amount": 2}),
+    ]
+    # exported late: a change older than the rename, read as the schema after it has the row
+    hour6 = dw.update(qty, 15, AT, {"id": 1, "Qty": 1}, {"id": 1, "Qty": 9}, one_message=True)
+    write(source, "h5.json", hour5, H5)
+    write(source, "h6.json", hour6, H6)
+    run_hours(spark, source, [H5, H6], emit=lambda _: None)
+
+    assert user_rows(silver(source, "t_case")) == (["id", "amount"], [(1, Decimal(5)), (2, Decimal(6))])
+    assert user_rows(silver(source, "t_case2")) == (["id", "Nm"], [(1, 3)])
+    assert user_rows(silver(source, "t_case3")) == (["id", "Abc"], [(1, "v"), (2, "w")])
+    assert user_rows(silver(source, "t_case6")) == (["id", "amount"], [(1, 9), (2, 2)])
+    assert [r["status"] for r in history(source)] == ["applied"] * 6
+    assert not (Path(source.lake_root) / zones.apply_quarantine_dir(source.name)).exists()

@@ -69,3 +69,19 @@ def test_a_name_qualified_by_the_message_db_itself_stays_that_table():
     statement = S.Statement(S.TableName("shop.sales", "orders"), (S.TruncateTable(),))
     read = in_message_database("shop.sales", "sales", UNQUALIFIED)(statement)
     assert read.table == S.TableName("shop.sales", "orders")
+
+
+@pytest.mark.parametrize("dialect", ["oracle", "oceanbase_oracle"])
+@pytest.mark.parametrize(
+    ("db", "text", "expected"),
+    [
+        ("t1.S", "alter table s.t add (d varchar2(10))", [("t1.S", "T")]),
+        ("t1.S", "ALTER TABLE t_ora DROP (a, b)", [(None, "T_ORA")]),
+        ("t1.S", "RENAME t_r TO t_r2", [(None, "T_R"), (None, "T_R2")]),
+        ("t1.S", "CREATE TABLE s.t_new LIKE s.t", [("t1.S", "T_NEW"), ("t1.S", "T")]),
+        ("t1.S", 'TRUNCATE TABLE s."Mixed"', [("t1.S", "Mixed")]),
+        ("S", 'DROP TABLE "s".t', [("s", "T")]),
+    ],
+)
+def test_an_oracle_statements_unquoted_table_names_are_upper_case_and_quoted_ones_exact(db, text, expected, dialect):
+    assert _names(db, None, text, dialect) == expected

@@ -112,6 +112,53 @@ def test_statements_parse_into_operations(dialect, text, expected):
     assert parse_ddl(text, dialect) == expected
 
 
+@pytest.mark.parametrize("dialect", ["oracle", "oceanbase_oracle"])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "alter table s.t add (d varchar2(10) default 'dd', \"e\" number(3,1))",
+            S.Statement(
+                S.TableName("S", "T"),
+                (S.AddColumns((S.Column("D", "string", "dd"), S.Column("e", "decimal(3,1)"))),),
+            ),
+        ),
+        (
+            "ALTER TABLE t modify (amt number(12,2))",
+            S.Statement(S.TableName(None, "T"), (S.ChangeColumnType("AMT", "decimal(12,2)"),)),
+        ),
+        ('ALTER TABLE t drop (a, "b")', S.Statement(S.TableName(None, "T"), (S.DropColumns(("A", "b")),))),
+        ("ALTER TABLE t drop column z", S.Statement(S.TableName(None, "T"), (S.DropColumns(("Z",)),))),
+        (
+            'ALTER TABLE "S"."t" rename column title to "Title2"',
+            S.Statement(S.TableName("S", "t"), (S.RenameColumn("TITLE", "Title2"),)),
+        ),
+        ("alter table t set unused (c)", S.Statement(S.TableName(None, "T"), (S.DropColumns(("C",)),))),
+        (
+            'create table s.t_new (id number(10), "Nm" varchar2(10), constraint pk primary key (id, "Nm"))',
+            S.Statement(
+                S.TableName("S", "T_NEW"),
+                (S.CreateTable((S.Column("ID", "decimal(10,0)"), S.Column("Nm", "string")), ("ID", "Nm")),),
+            ),
+        ),
+        ("create table t2 like s.t", S.Statement(S.TableName(None, "T2"), (S.CreateTableLike(S.TableName("S", "T")),))),
+        ("rename t to t_old", S.Statement(S.TableName(None, "T"), (S.RenameTable(S.TableName(None, "T_OLD")),))),
+        ("truncate table s.t", S.Statement(S.TableName("S", "T"), (S.TruncateTable(),))),
+        ("drop table s.t purge", S.Statement(S.TableName("S", "T"), (S.DropTable(),))),
+    ],
+)
+def test_an_oracle_unquoted_identifier_names_its_upper_case_form_and_a_quoted_one_its_exact_name(
+    dialect, text, expected
+):
+    assert parse_ddl(text, dialect) == expected
+
+
+def test_a_mysql_identifier_is_the_name_as_written():
+    assert parse_ddl("ALTER TABLE Shop.t_Case RENAME COLUMN qty TO Amount") == S.Statement(
+        S.TableName("Shop", "t_Case"), (S.RenameColumn("qty", "Amount"),)
+    )
+
+
 def test_several_statements_in_one_text_are_refused_not_split():
     assert parse_ddl("ALTER TABLE items ADD COLUMN a INT; DROP TABLE items") == S.Unsupported(
         "expected one statement, found 2"
@@ -166,10 +213,10 @@ def test_a_multi_clause_alter_that_cannot_perform_one_clause_changes_nothing(tmp
         ("ALTER TABLE items ADD COLUMN note TEXT, ADD COLUMN _CDC_Seq INT", "(prefix _cdc_, any case): _CDC_Seq"),
         ("ALTER TABLE items RENAME COLUMN qty TO _cdc_qty", "(prefix _cdc_, any case): _cdc_qty"),
         (
-            "ALTER TABLE items ADD COLUMN QTY INT",
+            'ALTER TABLE items ADD ("QTY" NUMBER(5))',  # Oracle: two columns; MySQL: its one column qty
             "differ only by case (Delta column names are case-insensitive): QTY, qty",
         ),
-        ("ALTER TABLE items ADD COLUMN note TEXT, ADD COLUMN Note INT", "case-insensitive): Note, note"),
+        ('ALTER TABLE items ADD ("note" VARCHAR2(5), "Note" NUMBER(5))', "case-insensitive): Note, note"),
         ("ALTER TABLE items RENAME COLUMN qty TO ID", "case-insensitive): ID, id"),
         ("ALTER TABLE items CHANGE COLUMN qty Id BIGINT", "case-insensitive): Id, id"),
     ],
@@ -181,10 +228,45 @@ def test_a_column_name_the_table_cannot_store_sends_the_statement_to_the_policy_
     # metadata columns would be overwritten, and Delta takes names differing only by case as one column
     engine, lake, location, uri = items_table(tmp_path)
     versions = len(DeltaTable(uri).history())
+    dialect = "oracle" if '"' in text else "mysql"
     with pytest.raises(D.UnsupportedOperation) as refused:
-        D.perform(engine, lake, location, parse_ddl(text), (Decimal(5), Decimal(0)), {})
+        statement = parse_ddl(text, dialect)
+        D.perform(engine, lake, location, statement, (5, 0), {}, ignore_case=S.columns_ignore_case(dialect))
     assert str(refused.value).endswith(refusal)
     assert engine.schema(uri) == pa.schema(ITEMS) and len(DeltaTable(uri).history()) == versions
+
+
+def test_a_mysql_statement_names_the_tables_column_equal_to_it_ignoring_case_and_a_rename_gives_its_new_name():
+    text = (
+        "ALTER TABLE t MODIFY VAL BIGINT, CHANGE COLUMN VAL amount INT, DROP COLUMN NM, ADD COLUMN Nm INT, "
+        "RENAME COLUMN ABC TO Abc, RENAME COLUMN abc TO x, DROP COLUMN gone"
+    )
+    statement = parse_ddl(text)
+    assert isinstance(statement, S.Statement)
+    assert S.spelled_as(statement.operations, ["id", "Val", "nm", "abc"]) == (
+        S.ChangeColumnType("Val", "bigint"),
+        S.ChangeColumnType("amount", "int", "Val"),
+        S.DropColumns(("nm",)),
+        S.AddColumns((S.Column("Nm", "int"),)),
+        S.RenameColumn("abc", "Abc"),
+        S.RenameColumn("Abc", "x"),
+        S.DropColumns(("gone",)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "detail", "columns"),
+    [
+        ("ALTER TABLE items RENAME COLUMN QTY TO Amount", "renamed column qty to Amount", ["id", "Amount"]),
+        ("ALTER TABLE items MODIFY QTY DECIMAL(30,0)", "widened qty from bigint to decimal(30,0)", ["id", "qty"]),
+        ("ALTER TABLE items ADD COLUMN QTY INT", "columns exist", ["id", "qty"]),
+        ("ALTER TABLE items DROP COLUMN Qty, ADD COLUMN QTY INT", "dropped qty; added QTY", ["id", "QTY"]),
+    ],
+)
+def test_a_mysql_statement_acts_on_the_column_its_name_equals_ignoring_case(tmp_path, text, detail, columns):
+    engine, lake, location, uri = items_table(tmp_path)
+    assert D.perform(engine, lake, location, parse_ddl(text), (5, 0), {}, ignore_case=True).detail == detail
+    assert [name for name in engine.schema(uri).names if not name.startswith("_cdc_")] == columns
 
 
 def test_a_rename_changing_only_a_columns_case_is_performed(tmp_path):

@@ -82,6 +82,7 @@ def perform(
     later: Callable[[], list[S.Operation] | None] = list,
     named: tuple[str, str] | None = None,
     pending: Sequence[S.Operation] = (),
+    ignore_case: bool = False,
 ) -> Outcome:
     """Apply one parsed statement to the table at `location` (which a rename updates).
 
@@ -91,7 +92,8 @@ def perform(
     is skipped. A DROP TABLE of a table with newer statements or rows is `_drop_in_the_past` (`named`: the name
     the statement gave the table, which newer moves may have changed). `pending`: the column operations of the
     batch's newer statements on the table, still to perform; a CREATE TABLE of a table that exists declares its
-    columns as they leave them (`_typed_as_created`)."""
+    columns as they leave them (`_typed_as_created`). `ignore_case`: the source's column names are case-insensitive
+    (`S.columns_ignore_case`), so a statement's name is of the table's column equal to it ignoring case."""
     uri = lake.child(location.silver_key())
     newer = later()
     if newer is None:
@@ -111,6 +113,9 @@ def perform(
             raise UnsupportedOperation(f"{_OLDER}, and {again}") from None
         if not operations:
             return Outcome(NO_OP, f"{_OLDER}, which undid it")
+    if ignore_case:
+        stored = engine.schema(uri).names if engine.exists(uri) else []
+        operations = S.spelled_as(operations, [n for n in stored if not n.startswith(RESERVED_PREFIX)])  # the source's
     _check(engine, uri, operations)  # every operation can be performed, or none is
     outcomes = [_perform(engine, lake, location, op, order, commit_info) for op in _adds_joined(operations)]
     uri = lake.child(location.silver_key())

@@ -180,7 +180,10 @@ def apply_changes(
     data = with_order(data, source.format)
     applied = applied_changes(engine, lake, source.name, source.source_dialect, moves, identities)
     configured = {source.table_name(name): list(key) for name, key in source.primary_keys.items()}
-    data = declared_as_later(data, applied, _keyed_tables(engine, lake, source.name, applied, data, configured))
+    ignore_case = S.columns_ignore_case(source.source_dialect)
+    data = declared_as_later(
+        data, applied, _keyed_tables(engine, lake, source.name, applied, data, configured), ignore_case
+    )
     held_back: dict[str, dict] = {}
     shapes = []
     in_batch = batch_tables(data, configured)
@@ -206,8 +209,8 @@ def apply_changes(
         since, truncated = _truncations(engine, lake, source.name, counted_once, events_by_table)
         segments = {(s.db, s.table): s.segment for s in counted_once}
         renamed = multisets.column_changes()
-        batch_rows = read_as_later(data.where(_among(counted_once)), renamed)
-        history = read_as_later(multisets.history(), renamed)
+        batch_rows = read_as_later(data.where(_among(counted_once)), renamed, ignore_case)
+        history = read_as_later(multisets.history(), renamed, ignore_case)
         counted = multiset_actions(batch_rows, history, segments, since, truncated)
         actions = counted if actions is None else actions.unionByName(counted)
     cached, collected = None, None
@@ -554,8 +557,18 @@ class _Batch:
             later = partial(self._later, location, event)
             order, named = event.position[:2], (event.db, event.table)
             to_come = [op for e in pending if isinstance(e.statement, S.Statement) for op in e.statement.operations]
+            ignore_case = S.columns_ignore_case(self.source.source_dialect)
             outcome = D.perform(
-                self.engine, self.lake, location, event.statement, order, self.commit_info, later, named, to_come
+                self.engine,
+                self.lake,
+                location,
+                event.statement,
+                order,
+                self.commit_info,
+                later,
+                named,
+                to_come,
+                ignore_case,
             )
             event.status, event.detail = outcome.status, outcome.detail
             if outcome.status == D.APPLIED and any(
@@ -727,9 +740,10 @@ class _Multisets:
         if bound is not None:
             history = history.where(change_position() < position_literal(bound))
         since = truncation_mark(self.engine, uri) if uri else None
+        ignore_case = S.columns_ignore_case(self.source.source_dialect)
         return multiset_actions(
-            read_as_later(batch_rows, changes),
-            read_as_later(history, changes),
+            read_as_later(batch_rows, changes, ignore_case),
+            read_as_later(history, changes, ignore_case),
             {identity: segment},
             {identity: since} if since else {},
             {identity} if recount else set(),

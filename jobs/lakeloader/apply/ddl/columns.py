@@ -122,26 +122,27 @@ def later_operations(
     return [op for _, operations in sorted(newer, key=lambda n: n[0]) for op in operations]
 
 
-def read_as_later(data: DataFrame, changes: dict[TableId, list[ColumnChange]]) -> DataFrame:
+def read_as_later(data: DataFrame, changes: dict[TableId, list[ColumnChange]], ignore_case: bool) -> DataFrame:
     """Changes with their before/after images read as the schema after every given rename, drop or filled addition
     newer than them has the row: one fold over the changes in sequence order (a lambda, so the image is not repeated
-    per change in the plan)."""
-    folded = _folded(changes)
+    per change in the plan). `ignore_case`: the source's column names are case-insensitive (MySQL), so a statement's
+    `DROP COLUMN qty` drops an image's `Qty`."""
+    folded = _folded(changes, ignore_case)
     if folded is None:
         return data
     return data.withColumns({image: F.aggregate(folded, F.col(image), _image_step) for image in IMAGES})
 
 
 def declared_as_later(
-    data: DataFrame, changes: dict[TableId, list[ColumnChange]], keyed: Collection[TableId]
+    data: DataFrame, changes: dict[TableId, list[ColumnChange]], keyed: Collection[TableId], ignore_case: bool
 ) -> DataFrame:
     """Changes read as the schema after the renames and drops newer than them (`changes`: those performed in
     earlier batches): their declared columns and key names, and the `keyed` tables' images as `read_as_later`
     reads them (a keyless table's images are read through later, with its history, `lakeloader.apply.step`). So
     a change exported late, older than a `RENAME COLUMN a TO b` an earlier hour applied, gives its value to `b`
     (a delete keyed by `a` finds its row), and one older than a `DROP COLUMN c` gives none to a column `c` added
-    again later. Only the changed tables' rows run the fold."""
-    folded = _folded(changes)
+    again later. Only the changed tables' rows run the fold (`ignore_case`: as `read_as_later`)."""
+    folded = _folded(changes, ignore_case)
     if folded is None:
         return data
 
@@ -157,17 +158,23 @@ def declared_as_later(
     return data.withColumns(images | declared)
 
 
-def _folded(changes: dict[TableId, list[ColumnChange]]) -> Column | None:
+def _folded(changes: dict[TableId, list[ColumnChange]], ignore_case: bool) -> Column | None:
     """The renames and drops as an array of structs in sequence order per table (None: there are none), a DDL
     message delivered again (the same ordering key and operation, another export position) once: the fold's
-    steps are not idempotent (a rename's second step would drop the name its first gave)."""
+    steps are not idempotent (a rename's second step would drop the name its first gave). With `ignore_case`,
+    the names a change removes are in lower case, as `_named` reads an image's."""
+
+    def named(name: str | None) -> str | None:
+        return name.lower() if ignore_case and name is not None else name
+
     entries = [
         F.struct(
             F.lit(db).alias("db"),
             F.lit(table).alias("table"),
             position_literal(at).alias("at"),
-            F.array(*(F.lit(name) for name in _dropped(op))).cast("array<string>").alias("dropped"),
-            F.lit(_renamed_from(op)).cast("string").alias("old"),
+            F.array(*(F.lit(named(name)) for name in _dropped(op))).cast("array<string>").alias("dropped"),
+            F.lit(named(_renamed_from(op))).cast("string").alias("old"),
+            F.lit(ignore_case).alias("ignore_case"),
             F.lit(_renamed_to(op)).cast("string").alias("new"),
             _filled_map(op, lambda column, text: text).alias("filled"),
             _filled_map(op, lambda column, text: column.spark_type).alias("filled_types"),
@@ -195,14 +202,21 @@ def _applies(current: Column, change: Column) -> Column:
     return at_table & (change_position() < change["at"]) & current.isNotNull()
 
 
+def _named(name: Column, change: Column) -> Column:
+    """A name as the change's removed names are written: in lower case where column names are case-insensitive."""
+    return F.when(change["ignore_case"], F.lower(name)).otherwise(name)
+
+
 def _kept(name: Column, change: Column) -> Column:
     """Whether a name survives the change: not dropped, nor the name a rename gives (which an older image holds
-    only for a column dropped or renamed away before)."""
-    return ~F.array_contains(change["dropped"], name) & (change["new"].isNull() | (name != change["new"]))
+    only for a column dropped or renamed away before) unless the rename is of it (a change of case)."""
+    named = _named(name, change)
+    given = (named == _named(change["new"], change)) & (named != change["old"])
+    return ~F.array_contains(change["dropped"], named) & (change["new"].isNull() | ~given)
 
 
 def _new_name(name: Column, change: Column) -> Column:
-    return F.when(name == change["old"], change["new"]).otherwise(name)
+    return F.when(_named(name, change) == change["old"], change["new"]).otherwise(name)
 
 
 def _image_step(current: Column, change: Column) -> Column:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from itertools import pairwise
 
@@ -157,6 +157,48 @@ class Unsupported:
 
 
 Parsed = Statement | Statements | Unsupported
+
+
+def columns_ignore_case(dialect: str) -> bool:
+    """Whether the dialect's column names are case-insensitive (MySQL, OceanBase's MySQL mode): `MODIFY VAL BIGINT`
+    changes the table's column `Val` (`spelled_as`)."""
+    return DIALECTS.get(dialect, dialect) == "mysql"
+
+
+def spelled_as(operations: Sequence[Operation], columns: Sequence[str]) -> tuple[Operation, ...]:
+    """The operations naming each column of the table (`columns`, as the operations before leave them) the way the
+    table spells it, where a name equals it ignoring case (for `columns_ignore_case` dialects, whose tables keep one
+    column per such name): `DROP COLUMN qty` drops `Qty`. The name a rename or CHANGE gives stays as written, so
+    `RENAME COLUMN abc TO Abc` renames `abc`."""
+    spelled = {name.lower(): name for name in columns}
+
+    def table_spelling(name: str) -> str:
+        return spelled.get(name.lower(), name)
+
+    def renamed(old: str, new: str) -> None:
+        if spelled.pop(old.lower(), None) is not None:
+            spelled[new.lower()] = new
+
+    resolved: list[Operation] = []
+    for op in operations:
+        if isinstance(op, AddColumns):
+            op = AddColumns(tuple(replace(c, name=table_spelling(c.name)) for c in op.columns))
+            spelled.update({c.name.lower(): c.name for c in op.columns})
+        elif isinstance(op, DropColumns):
+            op = DropColumns(tuple(map(table_spelling, op.names)))
+            for name in op.names:
+                spelled.pop(name.lower(), None)
+        elif isinstance(op, RenameColumn):
+            op = RenameColumn(table_spelling(op.old), op.new)
+            renamed(op.old, op.new)
+        elif isinstance(op, ChangeColumnType) and op.old is not None:
+            old = table_spelling(op.old)
+            op = replace(op, old=old)
+            renamed(old, op.name)
+        elif isinstance(op, ChangeColumnType):
+            op = replace(op, name=table_spelling(op.name))
+        resolved.append(op)
+    return tuple(resolved)
 
 
 def parse_ddl(text: str, dialect: str = "mysql") -> Parsed:
@@ -505,6 +547,11 @@ class _Reader:
     def __init__(self, text: str, read: str) -> None:
         self.text, self.read = text, read
 
+    def identifier(self, token: Token) -> str:
+        """A table, schema or column name as the source keeps it: Oracle (and OceanBase's Oracle mode) folds an
+        unquoted identifier to upper case (`s.t` names `S.T`); a quoted one, and every MySQL one, is as written."""
+        return token.text.upper() if self.read == "oracle" and token.token_type != TokenType.IDENTIFIER else token.text
+
     def source(self, tokens: Sequence[Token]) -> str:
         return self.text[tokens[0].start : tokens[-1].end + 1] if tokens else ""
 
@@ -530,7 +577,7 @@ class _Reader:
         """A possibly qualified table name at i (`db.t`, `"S"."T"`), and the position after it."""
         parts: list[str] = []
         while i < len(tokens) and tokens[i].token_type not in (TokenType.L_PAREN, TokenType.COMMA):
-            parts.append(tokens[i].text)
+            parts.append(self.identifier(tokens[i]))
             i += 1
             if i < len(tokens) and tokens[i].token_type == TokenType.DOT:
                 i += 1
@@ -598,7 +645,7 @@ class _Reader:
         while i < len(tokens) and not _is_paren(tokens, i):
             i += 1
         inner, _ = _group(tokens, i) if i < len(tokens) else ([], i)
-        return [part[0].text for part in _split(inner, TokenType.COMMA)]
+        return [self.identifier(part[0]) for part in _split(inner, TokenType.COMMA)]
 
     def column(self, tokens: Sequence[Token]) -> Column | Unsupported | None:
         """A column definition (`name type attributes...`); None when it declares no type (Oracle
@@ -622,11 +669,12 @@ class _Reader:
                 built = exp.DataType.build(type_text, dialect=self.read, udt=True)
             except (ParseError, TokenError, ValueError):
                 return Unsupported(f"cannot read the column definition {self.source(tokens)[:60]!r}")
-            return Column(tokens[0].text, spark_type(built, self.read, type_text))
+            return Column(self.identifier(tokens[0]), spark_type(built, self.read, type_text))
         kind = definition.args.get("kind")
         if kind is None or kind.this == exp.DataType.Type.NULL:
             return None
-        return Column(definition.name, spark_type(kind, self.read, type_text), self.existing_rows_default(definition))
+        name = self.identifier(tokens[0])
+        return Column(name, spark_type(kind, self.read, type_text), self.existing_rows_default(definition))
 
     def existing_rows_default(self, definition: exp.ColumnDef) -> str | None:
         """The value a column added by ALTER TABLE gives the table's existing rows, as the statement writes it: a
@@ -747,7 +795,7 @@ class _Reader:
             column = self.column(rest[1:]) if len(rest) > 1 else None
             if not isinstance(column, Column):
                 return column or Unsupported("CHANGE without a column type")
-            return [ChangeColumnType(column.name, column.spark_type, rest[0].text)]
+            return [ChangeColumnType(column.name, column.spark_type, self.identifier(rest[0]))]
         if first == "RENAME":
             return self.rename_clause(tokens[1:])
         if first == "ALTER":
@@ -770,8 +818,8 @@ class _Reader:
         """`a` or `(a, b)` -> column names."""
         if _is_paren(tokens, 0):
             inner, _ = _group(tokens, 0)
-            return [part[0].text for part in _split(inner, TokenType.COMMA)]
-        return [tokens[0].text] if tokens else []
+            return [self.identifier(part[0]) for part in _split(inner, TokenType.COMMA)]
+        return [self.identifier(tokens[0])] if tokens else []
 
     def add(self, tokens: list[Token]) -> list[Operation] | Unsupported:
         first = _word(tokens, 0)
@@ -837,7 +885,7 @@ class _Reader:
         first = _word(tokens, 0)
         if first == "COLUMN":
             if len(tokens) == 4 and _word(tokens, 2) == "TO":
-                return [RenameColumn(tokens[1].text, tokens[3].text)]
+                return [RenameColumn(self.identifier(tokens[1]), self.identifier(tokens[3]))]
             return Unsupported("cannot read RENAME COLUMN")
         if first in ("INDEX", "KEY", "CONSTRAINT") or first in _PARTITIONS:
             return [NoOp(f"RENAME {first}")]
