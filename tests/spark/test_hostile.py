@@ -169,6 +169,27 @@ def test_a_table_or_database_named_delta_log_loads_under_a_hashed_directory_and_
     assert collect(source, [H5], lake)["rows"] == {"_delta_log.t": 1, "hdb._delta_log": 1, "hdb.good": 1}
 
 
+def test_the_status_counts_the_rows_of_a_table_whose_database_name_holds_a_dot(spark, tmp_path) -> None:
+    # OceanBase's `tenant.db1`: the status split 'tenant.db1.orders' at its first dot and showed 0 rows
+    source = source_for("dataworks_json", tmp_path)
+    lines = [insert("tenant.db1", "orders", 1), insert("tenant.db1", "orders", 2, 2), insert("tenant", "db1", 3)]
+    write_export(source, "h5.json", lines, H5)
+
+    run(spark, source, [H5])
+
+    lake = LocalStore(source.lake_root)
+    assert collect(source, [H5], lake)["rows"] == {"tenant.db1.orders": 2, "tenant.db1": 1}
+    # reports written before they named each table's (db, table): the split whose table exists
+    for step in ("parse", "apply"):
+        key = zones.run_report_key(source.name, H5, step)
+        written = json.loads(lake.read_bytes(key))
+        written.pop("table_ids", None)
+        for entry in written["tables"].values():
+            entry.pop("db", None), entry.pop("table", None)
+        lake.write_bytes(key, json.dumps(written).encode())
+    assert collect(source, [H5], lake)["rows"] == {"tenant.db1.orders": 2, "tenant.db1": 1}
+
+
 def test_changes_spelling_a_column_only_by_case_otherwise_go_to_the_apply_quarantine_and_the_table_loads(
     spark, tmp_path
 ) -> None:
