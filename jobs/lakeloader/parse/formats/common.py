@@ -287,7 +287,9 @@ def checked_decimal(v: Column, spark_type: Column) -> Column:
 
 
 def checked_date(v: Column, _type: Column | None = None) -> Column:
-    return F.when(v.rlike(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), v.try_cast("date").cast("string"))
+    """A date's canonical text from 'YYYY-MM-DD'; NULL for any other text and outside years 1-9999 (a year-0 date
+    casts, but readers of the table cannot convert it: `date_text`)."""
+    return F.when(v.rlike(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), date_text(v.try_cast("date")))
 
 
 def checked_boolean(v: Column, _type: Column | None = None) -> Column:
