@@ -450,3 +450,26 @@ def test_a_date_of_year_0_is_quarantined_as_a_value_not_matching_its_type(parse_
         ("data", None),
     ]
     assert [r["after"]["da"] for r in rows[1:]] == ["0001-01-01", "9999-12-31"]
+
+
+def test_a_double_or_float_value_mysql_cannot_hold_is_quarantined_as_not_matching_its_type(parse_messages):
+    # 1e400 and a FLOAT's 3.5e38 loaded as inf, and NaN or Infinity as themselves: MySQL stores none of them
+    bad = [{"dbl": "1e400"}, {"flt": "3.5e38"}, {"dbl": "NaN"}, {"dbl": "Infinity"}, {"flt": "-Infinity"}]
+    good = [{"dbl": "1.7976931348623157e308", "flt": "3.4e38"}, {"dbl": "-2.5e-300", "flt": "-1.5"}]
+
+    rows = parse_messages(source(), canal_values(bad + good))
+
+    reason = "value does not match its declared type in column(s): "
+    assert [(r["outcome"], r["reject_reason"]) for r in rows] == [
+        ("quarantined", reason + "dbl"),
+        ("quarantined", reason + "flt"),
+        ("quarantined", reason + "dbl"),
+        ("quarantined", reason + "dbl"),
+        ("quarantined", reason + "flt"),
+        ("data", None),
+        ("data", None),
+    ]
+    assert [(r["after"]["dbl"], r["after"]["flt"]) for r in rows[5:]] == [
+        ("1.7976931348623157e308", "3.4e38"),
+        ("-2.5e-300", "-1.5"),
+    ]

@@ -325,3 +325,20 @@ def test_a_date_of_year_0_is_no_date_in_every_converter_reading_date_text(spark)
             None,
             "9999-12-31",
         ]
+
+
+def test_a_double_or_float_holds_only_finite_numbers_and_oracle_binary_ones_also_nan_and_infinity(spark):
+    # MySQL's DOUBLE and FLOAT (Canal, OMS, DTS, configured `double`/`float`) store no NaN, infinity or number
+    # beyond their range; Oracle's BINARY_DOUBLE and BINARY_FLOAT store NaN and +-Infinity
+    values = ["1e400", "3.5e38", "NaN", "Infinity", "-Infinity", "1.5", "-2.5e-300", "x"]
+    for convert in (ob_types.CONVERTERS["double"], ob_types.SPARK_TYPED_CONVERTERS["double"]):
+        kept = evaluate(spark, lambda v, c=convert: c(v, F.lit("double")), *values)
+        assert kept == [None, "3.5e38", None, None, None, "1.5", "-2.5e-300", None]
+    for convert in (ob_types.CONVERTERS["float"], ob_types.SPARK_TYPED_CONVERTERS["float"]):
+        kept = evaluate(spark, lambda v, c=convert: c(v, F.lit("float")), *values)
+        assert kept == [None, None, None, None, None, "1.5", "-2.5e-300", None]
+    kept = evaluate(spark, lambda v: ob_types.CONVERTERS["ieee_double"](v, F.lit("double")), *values)
+    assert kept == [*values[:7], None]
+    declared = ["binary_double", "binary_float", "double", "float"]
+    convs = evaluate(spark, lambda v: ob_types.resolve(v, F.lit(True))["conv"], *declared)
+    assert convs == ["ieee_double", "ieee_float", "double", "number"]  # Oracle's FLOAT is a NUMBER
