@@ -427,3 +427,49 @@ def test_mysql_type_list_loads_exactly_as_declared(parse_messages):
     assert bad["reject_reason"] == "value does not match its declared type in column(s): flag"
     assert configured["reject_reason"] == "value does not match its declared type in column(s): bare"  # > 38 digits
     assert {c["name"]: c["type"] for c in configured["columns"]}["flag"] == "tinyint"
+
+
+def canal_values(rows: list[dict]) -> list[str]:
+    """INSERT messages on shop.values (id int key, a date, a double and a float column), one row each."""
+    types = {"id": "int", "da": "date", "dbl": "double", "flt": "float"}
+    return [
+        canal("INSERT", [{"id": str(i)} | row], table="values", pkNames=["id"], mysqlType=types, sqlType={})
+        for i, row in enumerate(rows, 1)
+    ]
+
+
+def test_a_date_of_year_0_is_quarantined_as_a_value_not_matching_its_type(parse_messages):
+    # a year-0 date cast and loaded, and the table could then not be read (year 0 is out of Python's range)
+    lines = canal_values([{"da": "0000-01-01"}, {"da": "0001-01-01"}, {"da": "9999-12-31"}])
+
+    rows = parse_messages(source(), lines)
+
+    assert [(r["outcome"], r["reject_reason"]) for r in rows] == [
+        ("quarantined", "value does not match its declared type in column(s): da"),
+        ("data", None),
+        ("data", None),
+    ]
+    assert [r["after"]["da"] for r in rows[1:]] == ["0001-01-01", "9999-12-31"]
+
+
+def test_a_double_or_float_value_mysql_cannot_hold_is_quarantined_as_not_matching_its_type(parse_messages):
+    # 1e400 and a FLOAT's 3.5e38 loaded as inf, and NaN or Infinity as themselves: MySQL stores none of them
+    bad = [{"dbl": "1e400"}, {"flt": "3.5e38"}, {"dbl": "NaN"}, {"dbl": "Infinity"}, {"flt": "-Infinity"}]
+    good = [{"dbl": "1.7976931348623157e308", "flt": "3.4e38"}, {"dbl": "-2.5e-300", "flt": "-1.5"}]
+
+    rows = parse_messages(source(), canal_values(bad + good))
+
+    reason = "value does not match its declared type in column(s): "
+    assert [(r["outcome"], r["reject_reason"]) for r in rows] == [
+        ("quarantined", reason + "dbl"),
+        ("quarantined", reason + "flt"),
+        ("quarantined", reason + "dbl"),
+        ("quarantined", reason + "dbl"),
+        ("quarantined", reason + "flt"),
+        ("data", None),
+        ("data", None),
+    ]
+    assert [(r["after"]["dbl"], r["after"]["flt"]) for r in rows[5:]] == [
+        ("1.7976931348623157e308", "3.4e38"),
+        ("-2.5e-300", "-1.5"),
+    ]

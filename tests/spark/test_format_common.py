@@ -16,6 +16,7 @@ from lakeloader.land.step import RawFiles
 from lakeloader.parse.formats import ob_types
 from lakeloader.parse.formats.common import (
     checked_cast,
+    checked_date,
     checked_decimal,
     configured_converters,
     decimal_fits,
@@ -310,3 +311,34 @@ def test_each_formats_parse_plan_stays_small_after_optimization(spark, tmp_path,
     messages = read_messages(spark, RawFiles([f"file://{tmp_path}/exports/part-0.json"]), source, "2026-11-21T05")
     plan = classify(messages, source)._jdf.queryExecution().optimizedPlan().toString()
     assert len(plan) < PLAN_CHARS_LIMIT
+
+
+def test_a_date_of_year_0_is_no_date_in_every_converter_reading_date_text(spark):
+    # Canal, OMS, DTS, DataHub, DataWorks and Debezium text dates and configured `date` columns share `checked_date`
+    values = ["0000-01-01", "0000-00-00", "0001-01-01", "2026-02-30", "9999-12-31"]
+    converters = [checked_date, ob_types.CONVERTERS["date"], ob_types.SPARK_TYPED_CONVERTERS["date"]]
+    for convert in converters:
+        assert evaluate(spark, lambda v, c=convert: c(v, F.lit("date")), *values) == [
+            None,
+            None,
+            "0001-01-01",
+            None,
+            "9999-12-31",
+        ]
+
+
+def test_a_double_or_float_holds_only_finite_numbers_and_oracle_binary_ones_also_nan_and_infinity(spark):
+    # MySQL's DOUBLE and FLOAT (Canal, OMS, DTS, configured `double`/`float`) store no NaN, infinity or number
+    # beyond their range; Oracle's BINARY_DOUBLE and BINARY_FLOAT store NaN and +-Infinity
+    values = ["1e400", "3.5e38", "NaN", "Infinity", "-Infinity", "1.5", "-2.5e-300", "x"]
+    for convert in (ob_types.CONVERTERS["double"], ob_types.SPARK_TYPED_CONVERTERS["double"]):
+        kept = evaluate(spark, lambda v, c=convert: c(v, F.lit("double")), *values)
+        assert kept == [None, "3.5e38", None, None, None, "1.5", "-2.5e-300", None]
+    for convert in (ob_types.CONVERTERS["float"], ob_types.SPARK_TYPED_CONVERTERS["float"]):
+        kept = evaluate(spark, lambda v, c=convert: c(v, F.lit("float")), *values)
+        assert kept == [None, None, None, None, None, "1.5", "-2.5e-300", None]
+    kept = evaluate(spark, lambda v: ob_types.CONVERTERS["ieee_double"](v, F.lit("double")), *values)
+    assert kept == [*values[:7], None]
+    declared = ["binary_double", "binary_float", "double", "float"]
+    convs = evaluate(spark, lambda v: ob_types.resolve(v, F.lit(True))["conv"], *declared)
+    assert convs == ["ieee_double", "ieee_float", "double", "number"]  # Oracle's FLOAT is a NUMBER

@@ -18,6 +18,7 @@ from deltalake import write_deltalake
 from format_support import report, run, source_for, write_export, write_export_file
 
 from lakeloader.audit.reconcile import compare, silver_frame
+from lakeloader.cli.source_summary import collect
 from lakeloader.core import zones
 from lakeloader.core.lake_index import silver_table_ids
 from lakeloader.core.storage import LocalStore
@@ -58,7 +59,7 @@ def test_plain_names_keep_their_directory_and_every_other_name_gets_one_safe_dis
     for plain in ("orders", "Order_Items-2", "tenant.db", "_tmp", "a~b"):
         assert zones.name_segment(plain) == plain
     assert zones.silver_table_dir("src", "shop", "orders") == "silver/src/shop/orders"
-    names = [*HOSTILE_TABLES, "", ".", "../../x", "a\x00b", "\udcff"]
+    names = [*HOSTILE_TABLES, "", ".", "../../x", "a\x00b", "\udcff", "_delta_log"]
     segments = [zones.name_segment(n) for n in names]
     assert len(set(segments)) == len(names)
     for segment in segments:
@@ -67,6 +68,7 @@ def test_plain_names_keep_their_directory_and_every_other_name_gets_one_safe_dis
         assert zones.inside_lake(f"silver/src/{segment}/t") == f"silver/src/{segment}/t"
     assert zones.name_segment("订单") == "~" + zones.name_segment("订单").split("~")[1]
     assert zones.name_segment("my table").startswith("my_table~")
+    assert zones.name_segment("_delta_log").startswith("delta_log~")  # Delta's log directory: never a table's
 
 
 def test_keys_outside_the_lake_are_refused_by_the_one_check_and_by_the_stores(tmp_path: Path) -> None:
@@ -136,6 +138,56 @@ def test_hostile_names_load_inside_the_lake_and_unstorable_names_and_bytes_are_q
     assert len(quarantine) == 5
     orders = DeltaRsEngine().read(str(Path(source.lake_root) / zones.silver_table_dir(source.name, "shop", "orders")))
     assert orders.num_rows == 1
+
+
+def test_a_table_or_database_named_delta_log_loads_under_a_hashed_directory_and_the_status_counts_it(
+    spark, tmp_path
+) -> None:
+    # `_delta_log` is a legal MySQL name; as a directory delta-rs took it for a table's log: the table was held back
+    # at every run, its parent looked like a broken Delta table and `lakeloader status` failed on it
+    source = source_for("dataworks_json", tmp_path)
+    write_export(
+        source, "h5.json", [insert("hdb", "good", 1), insert("hdb", "_delta_log", 2), insert("_delta_log", "t", 3)], H5
+    )
+
+    apply = report(run(spark, source, [H5]), "apply", H5)
+
+    assert apply["held_back"] == {}
+    assert sorted(apply["tables"]) == ["_delta_log.t", "hdb._delta_log", "hdb.good"]
+    lake = LocalStore(source.lake_root)
+    assert sorted(silver_table_ids(lake, source.name).values()) == [
+        ("_delta_log", "t"),
+        ("hdb", "_delta_log"),
+        ("hdb", "good"),
+    ]
+    silver = Path(source.lake_root) / "silver" / source.name
+    assert not list(silver.glob("**/_delta_log/**/_delta_log"))  # no log directory inside another's
+    assert not (silver / "_delta_log").exists() and not (silver / "hdb" / "_delta_log").exists()
+    for db, table, v in (("hdb", "_delta_log", "_delta_l-1"), ("_delta_log", "t", "t-1")):
+        rows = DeltaRsEngine().read(str(Path(source.lake_root) / zones.silver_table_dir(source.name, db, table)))
+        assert [(r["id"], r["v"]) for r in rows.to_pylist()] == [(1, v)]
+    assert collect(source, [H5], lake)["rows"] == {"_delta_log.t": 1, "hdb._delta_log": 1, "hdb.good": 1}
+
+
+def test_the_status_counts_the_rows_of_a_table_whose_database_name_holds_a_dot(spark, tmp_path) -> None:
+    # OceanBase's `tenant.db1`: the status split 'tenant.db1.orders' at its first dot and showed 0 rows
+    source = source_for("dataworks_json", tmp_path)
+    lines = [insert("tenant.db1", "orders", 1), insert("tenant.db1", "orders", 2, 2), insert("tenant", "db1", 3)]
+    write_export(source, "h5.json", lines, H5)
+
+    run(spark, source, [H5])
+
+    lake = LocalStore(source.lake_root)
+    assert collect(source, [H5], lake)["rows"] == {"tenant.db1.orders": 2, "tenant.db1": 1}
+    # reports written before they named each table's (db, table): the split whose table exists
+    for step in ("parse", "apply"):
+        key = zones.run_report_key(source.name, H5, step)
+        written = json.loads(lake.read_bytes(key))
+        written.pop("table_ids", None)
+        for entry in written["tables"].values():
+            entry.pop("db", None), entry.pop("table", None)
+        lake.write_bytes(key, json.dumps(written).encode())
+    assert collect(source, [H5], lake)["rows"] == {"tenant.db1.orders": 2, "tenant.db1": 1}
 
 
 def test_changes_spelling_a_column_only_by_case_otherwise_go_to_the_apply_quarantine_and_the_table_loads(

@@ -234,7 +234,7 @@ def apply_changes(
                 held_back[_held_name(db, table)] = _held(db, table, error)
                 continue
             changes, duplicates = counts_per_table.get((db, table), (0, 0))
-            tables[f"{db}.{table}"] = {"changes": changes, "duplicates": duplicates, **counts}
+            tables[f"{db}.{table}"] = {"db": db, "table": table, "changes": changes, "duplicates": duplicates, **counts}
     finally:
         if cached is not None:
             cached.unpersist()

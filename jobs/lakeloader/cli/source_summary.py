@@ -27,6 +27,7 @@ NO_TABLE = "(no table)"
 def collect(source: SourceConfig, hours: list, lake: Store) -> dict[str, Any]:
     """Per-table, per-hour and overall counts over `hours`, read from the parse and apply run reports."""
     tables: dict[str, Counter] = {}
+    ids: dict[str, tuple[str, str]] = {}  # 'db.table' -> (db, table), as the reports record them
     totals: Counter = Counter()
     hours_loaded = []
     per_hour: dict[str, dict[str, Any]] = {}
@@ -37,6 +38,7 @@ def collect(source: SourceConfig, hours: list, lake: Store) -> dict[str, Any]:
         hours_loaded.append(zones.format_hour(hour))
         parse, apply = json.loads(lake.read_bytes(parse_key)), json.loads(lake.read_bytes(apply_key))
         totals.update(lines=parse["lines"], **parse["outcomes"])
+        ids.update(recorded_ids(parse, apply))
         for name, outcomes in parse["tables"].items():
             tables.setdefault(name, Counter()).update(quarantined=outcomes.get("quarantined", 0))
         tables.setdefault(NO_TABLE, Counter()).update(
@@ -55,14 +57,30 @@ def collect(source: SourceConfig, hours: list, lake: Store) -> dict[str, Any]:
     rows = {}
     for name in tables:
         if name != NO_TABLE:
-            uri = silver_uri(source, lake, name)
+            uri = silver_uri(source, lake, name, ids.get(name))
             rows[name] = engine.row_count(uri) if engine.exists(uri) else 0
     return {"hours": hours_loaded, "totals": dict(totals), "tables": tables, "rows": rows, "per_hour": per_hour}
 
 
-def silver_uri(source: SourceConfig, lake: Store, name: str) -> str:
-    db, table = name.split(".", 1)
-    return lake.child(zones.silver_table_dir(source.name, db, table))
+def recorded_ids(parse: dict[str, Any], apply: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """'db.table' -> (db, table) of every table an hour's parse and apply reports name with its pair."""
+    ids = {name: (db, table) for name, (db, table) in parse.get("table_ids", {}).items()}
+    for name, entry in [*apply["tables"].items(), *apply.get("held_back", {}).items()]:
+        if "db" in entry:
+            ids[name] = (entry["db"], entry["table"])
+    return ids
+
+
+def silver_uri(source: SourceConfig, lake: Store, name: str, pair: tuple[str, str] | None = None) -> str:
+    """The silver table named 'db.table': at its recorded (db, table) pair; without one (a report written before
+    reports recorded them, an expected-state file), at the split of the name at one of its dots whose table exists
+    (a db name may hold dots: OceanBase's `tenant.db1`), else at its first dot."""
+    if pair is None:
+        splits = [(name[:i], name[i + 1 :]) for i, char in enumerate(name) if char == "."]
+        locations = [lake.child(zones.silver_table_dir(source.name, db, table)) for db, table in splits]
+        engine = reader_for(source)
+        return next((uri for uri in locations if engine.exists(uri)), locations[0])
+    return lake.child(zones.silver_table_dir(source.name, *pair))
 
 
 def mismatches(source: SourceConfig, lake: Store, expected: dict[str, list[dict]]) -> dict[str, str]:

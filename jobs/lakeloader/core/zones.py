@@ -148,14 +148,18 @@ _PLAIN = re.compile(r"[A-Za-z0-9_.~-]{1,200}")
 _HASHED = re.compile(r"~[0-9a-f]{16}$")  # the end of every hashed segment, never of a plain one
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 SLUG_LENGTH = 48
+# The name of a Delta table's log directory: delta-rs and Spark take any path holding a segment of that name for
+# (a path inside) a table's log, so a table or db named so could never load (held back at every run) and its
+# directory would make its parent look like a broken Delta table.
+DELTA_LOG = "_delta_log"
 
 
 def name_segment(name: str) -> str:
     """The path segment of a db or table name: the name itself when it is plain (ASCII letters, digits and
-    `_.~-`, at most 200 characters, not only dots, not ending like a hashed segment); otherwise a readable slug
-    of its ASCII letters and digits, `~` and 16 hex digits of the SHA-256 of its UTF-8 bytes. Any Unicode,
-    punctuation (`/`, `%`, `..`), control character or length maps to one segment that delta-rs, Spark and S3
-    take literally; distinct names get distinct segments (up to a 64-bit hash collision)."""
+    `_.~-`, at most 200 characters, not only dots, not `_delta_log`, not ending like a hashed segment);
+    otherwise a readable slug of its ASCII letters and digits, `~` and 16 hex digits of the SHA-256 of its UTF-8
+    bytes. Any Unicode, punctuation (`/`, `%`, `..`), control character or length maps to one segment that
+    delta-rs, Spark and S3 take literally; distinct names get distinct segments (up to a 64-bit hash collision)."""
     if is_plain(name):
         return name
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -165,7 +169,7 @@ def name_segment(name: str) -> str:
 
 def is_plain(name: str) -> bool:
     """Whether a name is its own path segment (`name_segment`)."""
-    return bool(_PLAIN.fullmatch(name)) and set(name) != {"."} and not _HASHED.search(name)
+    return bool(_PLAIN.fullmatch(name)) and set(name) != {"."} and name != DELTA_LOG and not _HASHED.search(name)
 
 
 class OutsideLake(LakeloaderError, ValueError):

@@ -109,6 +109,7 @@ class ParseReport(TypedDict):
     outcomes: dict[str, int]
     changes: int
     tables: dict[str, dict[str, int]]
+    table_ids: dict[str, list[str]]  # 'db.table' of `tables` -> [db, table] (a db name may hold dots)
     quarantine_reasons: dict[str, int]
 
 
@@ -230,12 +231,15 @@ def _report(staged: DataFrame, source: str, hour_text: str, files: int) -> Parse
     )
     by_outcome: dict[str, int] = {}
     tables: dict[str, dict[str, int]] = {}
+    table_ids: dict[str, list[str]] = {}
     reasons: dict[str, int] = {}
     for row in groups:
         outcome, n = row[OUTCOME], row["lines"]
         by_outcome[outcome] = by_outcome.get(outcome, 0) + n
         if row["table"] is not None:
-            per_table = tables.setdefault(f"{row['db']}.{row['table']}", {})
+            name = f"{row['db']}.{row['table']}"
+            table_ids[name] = [row["db"], row["table"]]
+            per_table = tables.setdefault(name, {})
             per_table[outcome] = per_table.get(outcome, 0) + n
         if outcome == QUARANTINED:
             reasons[row[REJECT_REASON]] = reasons.get(row[REJECT_REASON], 0) + n
@@ -247,5 +251,6 @@ def _report(staged: DataFrame, source: str, hour_text: str, files: int) -> Parse
         "outcomes": {k: by_outcome.get(k, 0) for k in (C.DATA, C.DDL, C.HEARTBEAT, C.CONTROL, EXCLUDED, QUARANTINED)},
         "changes": sum(row["n"] for row in groups if row[OUTCOME] == C.DATA),
         "tables": dict(sorted(tables.items())),
+        "table_ids": dict(sorted(table_ids.items())),
         "quarantine_reasons": reasons,
     }

@@ -166,6 +166,18 @@ def checked_cast(spark_type: str) -> Converter:
     return lambda v, _type: F.when(v.try_cast(spark_type).isNotNull(), v)
 
 
+def checked_finite(spark_type: str) -> Converter:
+    """Keep the text when it casts to a finite `spark_type` (float or double), NULL otherwise: MySQL's FLOAT and
+    DOUBLE hold no NaN or infinity, so 'NaN', 'Infinity' and text beyond their range ('1e400', a FLOAT's
+    '3.5e38'), which a cast makes infinite, are no value of theirs."""
+
+    def convert(v: Column, _type: Column) -> Column:
+        number = v.try_cast(spark_type)
+        return F.when(~F.isnan(number) & (F.abs(number) != F.lit(float("inf"))), v)
+
+    return convert
+
+
 def base64_text(binary: Column) -> Column:
     """Canonical text of bytes: Base64 on one line (Spark's base64 breaks lines every 76 characters)."""
     return F.regexp_replace(F.base64(binary), r"[\r\n]", "")
@@ -287,7 +299,9 @@ def checked_decimal(v: Column, spark_type: Column) -> Column:
 
 
 def checked_date(v: Column, _type: Column | None = None) -> Column:
-    return F.when(v.rlike(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), v.try_cast("date").cast("string"))
+    """A date's canonical text from 'YYYY-MM-DD'; NULL for any other text and outside years 1-9999 (a year-0 date
+    casts, but readers of the table cannot convert it: `date_text`)."""
+    return F.when(v.rlike(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), date_text(v.try_cast("date")))
 
 
 def checked_boolean(v: Column, _type: Column | None = None) -> Column:
@@ -390,8 +404,8 @@ def spark_type_converters(timestamp: Converter, timestamp_ntz: Converter) -> dic
         "smallint": checked_cast("smallint"),
         "int": checked_cast("int"),
         "bigint": checked_cast("bigint"),
-        "float": checked_cast("float"),
-        "double": checked_cast("double"),
+        "float": checked_finite("float"),
+        "double": checked_finite("double"),
         "decimal": checked_decimal,
         "boolean": checked_boolean,
         "string": keep_text,

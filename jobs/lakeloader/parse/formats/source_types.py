@@ -15,7 +15,8 @@ says `time zone`. Names are matched case-insensitively.
     INT64 (OMS)                          bigint
     YEAR                                 int
     FLOAT, FLOAT(p <= 24), FLOAT(M,D)    float (FLOAT(p > 24) is a DOUBLE: double); BINARY_FLOAT float
-    DOUBLE, DOUBLE PRECISION, REAL       double; BINARY_DOUBLE double
+    DOUBLE, DOUBLE PRECISION, REAL       double; BINARY_DOUBLE double (finite values only, but Oracle's
+                                         BINARY_FLOAT and BINARY_DOUBLE also hold NaN and +-Infinity)
     DECIMAL/NUMERIC/FIXED/DEC/NUMBER     decimal(p,s) when 1 <= p <= 38 and 0 <= s <= p (DECIMAL(p) and
                                          DECIMAL(p,0) are decimal(p,0) at every p); otherwise, and without a
                                          precision, string holding the exact number text: a declaration
@@ -133,8 +134,9 @@ def rules(bit_as_number: bool) -> list[Rule]:
         Rule(lambda d: d.base_in("serial"), "decimal", "decimal(20,0)"),
         Rule(lambda d: d.base_in("year"), "int", "int"),
         Rule(lambda d: d.base_in("float") & ((d.precision <= 24) | d.two_parameters), "float", "float"),
-        Rule(lambda d: d.base_in("binary_float"), "float", "float"),
-        Rule(lambda d: d.base_in("float", "double", "real", "binary_double"), "double", "double"),
+        Rule(lambda d: d.base_in("binary_float"), "ieee_float", "float"),  # Oracle's: NaN and infinity are values
+        Rule(lambda d: d.base_in("binary_double"), "ieee_double", "double"),
+        Rule(lambda d: d.base_in("float", "double", "real"), "double", "double"),
         Rule(lambda d: d.base_in(*DECIMAL_TYPES) & _fits_spark_decimal(d), "decimal", "decimal(p,s)"),
         Rule(lambda d: d.base_in(*DECIMAL_TYPES), "number", EXACT_TEXT),
         Rule(lambda d: d.base_in("date"), "date", "date"),

@@ -16,10 +16,10 @@ import lakeloader.jvm.CommonCase.NotCommon;
  * (DataWorks 2.0, Canal, OMS DefaultExtendColumnType) its declaration resolves to one whose values keep their
  * text, and a message is the common case only where each value's canonical text is its own text, which holds for the
  * Spark SQL converters of those formats: a string or number for a string (or unconfigured) column, a JSON number
- * for a double or float, an integer (a JSON integer, or a string of ASCII digits) in range for the integer types,
- * a number in plain notation (a JSON number or string) that fits a decimal(p,s) (`checked_decimal`). Any other
- * value, or a configured type of another family (date, timestamp, boolean, binary), is left to the format's Spark
- * SQL parser (NotCommon). DtsMessages reads its values' text by these families too.
+ * that is finite as a double or float for those (`checked_finite`), an integer (a JSON integer, or a string of
+ * ASCII digits) in range for the integer types, a number in plain notation (a JSON number or string) that fits a
+ * decimal(p,s) (`checked_decimal`). Any other value, or a configured type of another family (date, timestamp,
+ * boolean, binary), is left to the format's Spark SQL parser (NotCommon). DtsMessages reads its values' text by these families too.
  */
 final class ConfiguredImages {
     /** The Spark type families a configured column may have here, with their ranges (NULL: not an integer). */
@@ -113,11 +113,21 @@ final class ConfiguredImages {
         Family family = familyOf(type);
         return switch (family.name()) {
             case "string" -> true;
-            case "double", "float" -> kind.equals("int") || kind.equals("float");
+            case "double", "float" -> (kind.equals("int") || kind.equals("float")) && isFinite(family.name(), text);
             case "decimal" -> fitsDecimal(family, text);
             case "" -> false;
             default -> (kind.equals("int") || kind.equals("string")) && inRange(text, family.range());
         };
+    }
+
+    /**
+     * Whether a JSON number is a finite value of a double or float (common.checked_finite): MySQL's DOUBLE and
+     * FLOAT hold no infinity, and a number beyond their range (1e400, a float's 3.5e38) would read as one.
+     */
+    static boolean isFinite(String type, String number) {
+        return type.equals("float")
+                ? Float.isFinite(Float.parseFloat(number))
+                : Double.isFinite(Double.parseDouble(number));
     }
 
     private static Family familyOf(String type) {

@@ -292,8 +292,10 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
             case "LONG" -> {
                 return integer(text, kind, Long.MIN_VALUE, Long.MAX_VALUE);
             }
-            case "DOUBLE", CONFIGURED + "double", CONFIGURED + "float" -> {
-                if (!kind.equals("int") && !kind.equals("float")) {
+            case "DOUBLE", CONFIGURED + "double", CONFIGURED + "float" -> { // DOUBLE: the exact text, any number
+                boolean number = kind.equals("int") || kind.equals("float");
+                String configured = conv.startsWith(CONFIGURED) ? conv.substring(CONFIGURED.length()) : null;
+                if (!number || configured != null && !ConfiguredImages.isFinite(configured, text)) {
                     throw NotCommon.INSTANCE;
                 }
                 return text;
