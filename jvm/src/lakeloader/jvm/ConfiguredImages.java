@@ -19,7 +19,8 @@ import lakeloader.jvm.CommonCase.NotCommon;
  * that is finite as a double or float for those (`checked_finite`), an integer (a JSON integer, or a string of
  * ASCII digits) in range for the integer types, a number in plain notation (a JSON number or string) that fits a
  * decimal(p,s) (`checked_decimal`). Any other value, or a configured type of another family (date, timestamp,
- * boolean, binary), is left to the format's Spark SQL parser (NotCommon). DtsMessages reads its values' text by these families too.
+ * boolean, binary), is left to the format's Spark SQL parser (NotCommon). DtsMessages reads its values' text by
+ * these families too.
  */
 final class ConfiguredImages {
     /** The Spark type families a configured column may have here, with their ranges (NULL: not an integer). */
