@@ -259,6 +259,10 @@ def test_bad_messages_are_quarantined_with_their_reason(parse_messages):
         debezium("d", None, row),
         debezium("c", None, row | {"id": 2**31, "price": 123456789.123, "day": "soon"}),
         json.dumps(duplicated),
+        debezium("c", None, row | {"price": float("nan")}),  # json.dumps writes the NaN token JSON does not have
+        json.dumps(
+            {"payload": {"op": "c", "after": {"id": 3, "n": float("-inf")}, "source": {"db": "s", "table": "t"}}}
+        ),
     ]
 
     rows = parse_messages(source(), lines)
@@ -273,6 +277,8 @@ def test_bad_messages_are_quarantined_with_their_reason(parse_messages):
         (7, "quarantined", "d message without the image it needs"),
         (8, "quarantined", "value does not match its declared type in column(s): id, price, day"),
         (9, "quarantined", "column(s) declared more than once: id"),
+        (10, "quarantined", "malformed JSON: not a JSON object"),
+        (11, "quarantined", "malformed JSON: not a JSON object"),
     ]
 
 

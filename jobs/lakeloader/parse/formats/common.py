@@ -82,10 +82,10 @@ def parse_json(lines: DataFrame, schema: T.StructType | T.MapType) -> DataFrame:
     lines = lines.withColumn(PROBLEM, F.call_function(JSON_PROBLEM, message))
     text = exact_numbers(F.when(F.col(PROBLEM).isNull(), message))
     if isinstance(schema, T.MapType):
-        parsed, corrupt = F.from_json(text, schema), F.lit(False)  # type: ignore[arg-type]  # a MapType schema works
+        parsed, corrupt = F.from_json(text, schema, STRICT), F.lit(False)  # type: ignore[arg-type]  # a MapType works
     else:
         with_corrupt = T.StructType([*schema.fields, T.StructField(CORRUPT, T.StringType())])
-        parsed = F.from_json(text, with_corrupt, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
+        parsed = F.from_json(text, with_corrupt, {**STRICT, "mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
         corrupt = F.col(f"j.{CORRUPT}").isNotNull()
     return (
         lines.withColumn("j", parsed)
@@ -99,6 +99,8 @@ def parse_json(lines: DataFrame, schema: T.StructType | T.MapType) -> DataFrame:
     )
 
 
+# JSON as RFC 8259 has it: Spark's reader takes NaN and Infinity tokens by default (and would keep their text)
+STRICT = {"allowNonNumericNumbers": "false"}
 NOT_AN_OBJECT = "malformed JSON: not a JSON object"
 OTHER_STRUCTURE = "malformed message: not the format's structure at: "
 
@@ -109,7 +111,7 @@ def _why_not_read(text: Column, schema: T.StructType | T.MapType) -> Column:
     object for an array). Evaluated only for the lines that failed (a CASE branch)."""
     if isinstance(schema, T.MapType):
         return F.lit(NOT_AN_OBJECT)
-    raw = F.from_json(text, T.StructType([T.StructField(f.name, T.StringType()) for f in schema.fields]))
+    raw = F.from_json(text, T.StructType([T.StructField(f.name, T.StringType()) for f in schema.fields]), STRICT)
     nested = [f for f in schema.fields if not isinstance(f.dataType, T.StringType)]
     read = {f.name: F.from_json(raw[f.name], f.dataType) for f in nested}  # type: ignore[arg-type]  # maps work
     mistyped = F.concat_ws(
