@@ -101,6 +101,38 @@ def test_a_column_declared_twice_is_quarantined(spark, tmp_path):
     assert (row["outcome"], row["reject_reason"]) == ("quarantined", "column(s) declared more than once: id")
 
 
+def test_an_image_naming_a_column_not_declared_is_quarantined(spark, tmp_path):
+    """schema.dataColumn declares the table's columns (seed 000); a value of any other column has no type, and
+    loading the rest of the row would drop it without a word."""
+    message = json.loads(ORACLE_LINES[0])
+    message["payload"]["after"]["dataColumn"]["note"] = "not declared"
+    (row,) = parse_lines(spark, source_for("dataworks_json"), tmp_path, [json.dumps(message)])
+    assert (row["outcome"], row["reject_reason"]) == (
+        "quarantined",
+        "column(s) not declared in schema.dataColumn: note",
+    )
+
+
+def test_versions_the_documents_do_not_show_are_quarantined(spark, tmp_path):
+    """The documents show versions 0.0.1 and 1.0.0 (2.0 is DataWorks 2.0, another format); a message without one
+    is read as the documents' format."""
+    message = json.loads(ORACLE_LINES[0])
+    lines = []
+    for version in ("0.0.1", "1.0.0", None, "2.0", "0.0.2"):
+        message["version"] = version
+        lines.append(json.dumps({k: v for k, v in message.items() if v is not None}))
+
+    rows = parse_lines(spark, source_for("dataworks_json"), tmp_path, lines)
+
+    assert [r["reject_reason"] for r in rows] == [
+        None,
+        None,
+        None,
+        "unsupported version '2.0' (expected 0.0.1 or 1.0.0)",
+        "unsupported version '0.0.2' (expected 0.0.1 or 1.0.0)",
+    ]
+
+
 def test_oracle_rowid_table_loads_end_to_end(spark, tmp_path):
     source = source_for("dataworks_json", tmp_path)
     insert, update, delete = ORACLE_LINES

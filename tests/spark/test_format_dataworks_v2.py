@@ -139,6 +139,7 @@ def test_ops_ordering_key_and_quarantine(spark, tmp_path):
         v2("INSERT", after=row | {"price": "1.505"}),
         v2("INSERT", after=row, event=None),
         v2("INSERT", after=row, schema__source__table=None),
+        v2("INSERT", after=row | {"note": "not declared"}),
     ]
     rows = parse_lines(spark, source_for("dataworks_v2"), tmp_path, lines)
     assert [(r["outcome"], r["op"], r["reject_reason"]) for r in rows] == [
@@ -153,6 +154,7 @@ def test_ops_ordering_key_and_quarantine(spark, tmp_path):
         ("quarantined", "INSERT", "value does not match its declared type in column(s): price"),
         ("quarantined", "INSERT", "payload.timestamp.eventTime is missing or not a number"),
         ("quarantined", "INSERT", "missing schema.source.table"),
+        ("quarantined", "INSERT", "column(s) not declared in schema.column: note"),
     ]
     insert, _, query = rows[:3]
     assert (insert["seq"], insert["seq2"]) == (Decimal(1700000000000), Decimal(1234567))

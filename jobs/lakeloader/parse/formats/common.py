@@ -646,6 +646,10 @@ class WireFields:
     table: str
     seq_problem: str  # the reason given when a data message has no usable ordering key
     op_label: str = "op"  # how "unknown <op_label> 'X'" names the op
+    # where a format that declares its columns apart from the images declares them (DataWorks' schema.dataColumn):
+    # an image naming a column not declared there contradicts its own message, whose value no type would be known
+    # for, so the message is rejected rather than the value dropped; None for formats typing the images' own names
+    declarations: str | None = None
 
 
 def first_reason(*checks: Check) -> Column:
@@ -680,6 +684,11 @@ def finish(
     # declarations an image is aligned with are an image's names, so distinct
     aligned_image = F.coalesce(aligned(F.col("raw_after")) | aligned(F.col("raw_before")), F.lit(False))
     repeated = repeated_names(F.col("typed"), aligned_image)
+    declared: list[Check] = []
+    if wire.declarations:
+        undeclared = _undeclared(aligned_image)
+        not_declared = listing(f"column(s) not declared in {wire.declarations}: ", undeclared)
+        declared.append((is_data & (F.size(undeclared) > 0), not_declared))
     reason = first_reason(
         (F.col("envelope_error").isNotNull(), F.col("envelope_error")),
         *before_op,
@@ -697,6 +706,7 @@ def finish(
             listing("value does not match its declared type in column(s): ", bad_values),
         ),
         (is_data & (F.size(missing_key) > 0), listing("primary key column(s) missing from the image: ", missing_key)),
+        *declared,
     )
     given = {name: F.col(name) for name in ("source", "origin_file", "origin_line", "batch_hour")}
     given |= {name: F.col(name) for name in C.CHANGE_SCHEMA.names if name in frame.columns}
@@ -832,6 +842,16 @@ def schema_qualified(db: Column, schema: Column, unqualified: Sequence[str]) -> 
 def framing(frame: DataFrame) -> list[str]:
     """The framing columns `frame` carries (messages read by lakeloader.parse.framing have them)."""
     return [name for name in FRAMING_COLUMNS if name in frame.columns]
+
+
+def _undeclared(aligned_image: Column) -> Column:
+    """Names of the images' columns that `typed` does not declare (empty when an image is aligned with it: the
+    images of a message mostly are, and then the other image holds the same names or is NULL)."""
+    names = image_names(F.col("raw_after"), F.col("raw_before"))
+    empty = F.array().cast(STRING_ARRAY)
+    return F.when(aligned_image, empty).otherwise(
+        F.coalesce(F.array_except(names, F.coalesce(F.col("typed")["name"], empty)), empty)
+    )
 
 
 def _missing_image() -> Column:

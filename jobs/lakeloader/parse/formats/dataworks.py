@@ -60,6 +60,9 @@ from lakeloader.parse.formats.common import (
 )
 from lakeloader.spark import DATAWORKS_MESSAGE
 
+VERSIONS = ("0.0.1", "1.0.0")
+"""The versions of the format the documents show (a message without `version` is read too; 2.0 is `dataworks_v2`)."""
+
 ROW_ID_COLUMN = "#alibaba_rds_row_id#"
 ORACLE_ROW_ID_COLUMN = "rowid"
 
@@ -123,6 +126,7 @@ WIRE = WireFields(
     db="schema.source.dbName",
     table="schema.source.tableName",
     seq_problem="payload.sequenceId is missing or not a number",
+    declarations="schema.dataColumn",
 )
 
 _STRING = T.StringType()
@@ -193,6 +197,7 @@ def _parsed(lines: DataFrame, source: SourceConfig) -> DataFrame:
     frame = frame.select(
         *lines.columns,
         "envelope_error",
+        F.col("j.version").alias("version"),
         op.alias("raw_op"),
         OPS.kind(op).alias("kind"),
         _data_op(op, raw_before, raw_after).alias("op"),
@@ -210,7 +215,9 @@ def _parsed(lines: DataFrame, source: SourceConfig) -> DataFrame:
     frame = with_configured_types(frame, source.column_types)
     configured = configured_converters(CONFIGURED_BY_FAMILY, source.column_types)
     frame = with_canonical_images(frame, converters_of(VALUE_TYPES) | configured)
-    return finish(frame, WIRE)
+    version = F.col("version")
+    unsupported = F.concat(F.lit("unsupported version '"), version, F.lit(f"' (expected {' or '.join(VERSIONS)})"))
+    return finish(frame, WIRE, before_op=[(~version.isin(*VERSIONS), unsupported)])
 
 
 def read_common_case(lines: DataFrame, source: SourceConfig) -> Column:
@@ -225,6 +232,7 @@ def read_common_case(lines: DataFrame, source: SourceConfig) -> Column:
         "data_ops": dict(OPS.data),
         "row_ids": [ROW_ID_COLUMN, ORACLE_ROW_ID_COLUMN],  # as `_primary_key` tries them
         "unqualified_schemas": list(source.unqualified_schemas),
+        "versions": list(VERSIONS),
     }
     return jvm_reading(DATAWORKS_MESSAGE, settings)
 

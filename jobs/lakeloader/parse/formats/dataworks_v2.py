@@ -71,6 +71,7 @@ WIRE = WireFields(
     db="schema.source.dbName",
     table="schema.source.table",
     seq_problem="payload.timestamp.eventTime is missing or not a number",
+    declarations="schema.column",
 )
 
 _STRING = T.StringType()

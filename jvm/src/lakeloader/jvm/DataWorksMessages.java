@@ -44,7 +44,7 @@ import org.apache.spark.sql.api.java.UDF2;
  * parser's.
  *
  * <p>The second argument is the parser's settings as JSON (`Config`): {"time_zone", "column_types": {"db.table":
- * {"column": "spark type"}}, "wire_types", "data_ops", "row_ids", "unqualified_schemas"}, parsed once per distinct
+ * {"column": "spark type"}}, "wire_types", "data_ops", "row_ids", "unqualified_schemas", "versions"}, parsed once per distinct
  * text. The value forms this class reads are its own, by wire type name: a wire type it has no form for is left to
  * the Spark SQL parser.
  */
@@ -72,7 +72,8 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
      * "db.table" its configured columns' declarations, the format's wire types with their Spark types
      * (dataworks.VALUE_TYPES), its data ops with their canonical ops (dataworks.OPS) and its row id columns, in
      * the order they are tried as a key (the second for Oracle sources only), and the schemas that do not qualify
-     * the database in a table's name (lower case; CommonCase.schemaQualified).
+     * the database in a table's name (lower case; CommonCase.schemaQualified), and the versions the parser reads
+     * (dataworks.VERSIONS; a message without one is read too).
      */
     private record Config(
             boolean utc,
@@ -80,13 +81,15 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
             Map<String, String> wireTypes,
             Map<String, String> dataOps,
             List<String> rowIds,
-            Set<String> unqualified) {}
+            Set<String> unqualified,
+            Set<String> versions) {}
 
     /** One declared column: its name, converter key (the wire type, or CONFIGURED + family) and Spark type. */
     private record Declared(String name, String conv, String type) {}
 
     /** What the envelope holds, as read. */
     private static final class Message {
+        String version;
         String op;
         String db;
         String schemaName;
@@ -117,8 +120,10 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
         List<String> rowIds = new ArrayList<>();
         root.path("row_ids").forEach(name -> rowIds.add(name.asText()));
         boolean utc = "UTC".equals(root.path("time_zone").asText());
+        Set<String> versions = new HashSet<>();
+        root.path("versions").forEach(version -> versions.add(version.asText()));
         return new Config(utc, configured, texts(root.path("wire_types")), texts(root.path("data_ops")), rowIds,
-                CommonCase.lowerCaseSet(root.path("unqualified_schemas")));
+                CommonCase.lowerCaseSet(root.path("unqualified_schemas")), versions);
     }
 
     /** A configured column's declaration (converter key CONFIGURED + the type's family), or UNSUPPORTED. */
@@ -138,7 +143,7 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
             switch (field) {
                 case "schema" -> readSchema(p, value, m);
                 case "payload" -> readPayload(p, value, m);
-                case "version" -> scalar(p, value);
+                case "version" -> m.version = scalar(p, value);
                 default -> p.skipChildren();
             }
         });
@@ -192,6 +197,9 @@ public final class DataWorksMessages implements UDF2<String, String, Row> {
     private static Row parsed(Message m, Config settings) throws NotCommon {
         String op = m.op == null ? null : settings.dataOps().get(m.op);
         if (op == null || m.db == null || m.table == null || m.declared == null) {
+            throw NotCommon.INSTANCE;
+        }
+        if (m.version != null && !settings.versions().contains(m.version)) {
             throw NotCommon.INSTANCE;
         }
         if (m.sequence == null) {
