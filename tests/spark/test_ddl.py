@@ -869,3 +869,20 @@ def test_a_mysql_statement_naming_a_column_in_another_case_acts_on_the_tables_co
     assert user_rows(silver(source, "t_case6")) == (["id", "amount"], [(1, 9), (2, 2)])
     assert [r["status"] for r in history(source)] == ["applied"] * 6
     assert not (Path(source.lake_root) / zones.apply_quarantine_dir(source.name)).exists()
+
+
+def test_a_late_mysql_statement_follows_a_newer_one_naming_its_column_in_another_case(spark, tmp_path):
+    # the source: note added with DEFAULT 4 (seq 15), then renamed as NOTE to memo (seq 20); the hour holding the
+    # ADD is exported after the rename's hour ran, so the ADD is performed in its place: it adds memo
+    source = make_source(tmp_path)
+    before, after = spec(("v", "STRING"), table="t_late"), spec(("v", "STRING"), ("memo", "LONG"), table="t_late")
+    hour5 = [
+        *dw.insert(before, 11, AT, {"id": 1, "v": "a"}),
+        alter(20, "ALTER TABLE t_late RENAME COLUMN NOTE TO memo", before),
+        *dw.insert(after, 21, AT, {"id": 2, "v": "b", "memo": 5}),
+    ]
+    write(source, "h5.json", hour5, H5)
+    write(source, "h6.json", [alter(15, "ALTER TABLE t_late ADD COLUMN note BIGINT DEFAULT 4", before)], H6)
+    run_hours(spark, source, [H5, H6], emit=lambda _: None)
+
+    assert user_rows(silver(source, "t_late")) == (["id", "v", "memo"], [(1, "a", 4), (2, "b", 5)])

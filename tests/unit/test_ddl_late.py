@@ -78,3 +78,22 @@ def test_a_late_create_table_declares_its_columns_as_newer_statements_left_them_
 def test_create_table_if_not_exists_is_told_from_a_plain_create_table():
     assert ops("CREATE TABLE IF NOT EXISTS t (id INT)") == [S.CreateTable((S.Column("id", "int"),), (), True)]
     assert ops("CREATE TABLE t (id INT)") == [S.CreateTable((S.Column("id", "int"),), (), False)]
+
+
+def test_a_mysql_late_operation_follows_newer_statements_naming_its_column_in_another_case():
+    renamed = ops("ALTER TABLE t RENAME COLUMN Qty TO q2")
+    assert in_the_past(ops("ALTER TABLE t MODIFY COLUMN qty BIGINT"), renamed, ignore_case=True) == (
+        S.ChangeColumnType("q2", "bigint"),
+    )
+    assert in_the_past(ops("ALTER TABLE t ADD COLUMN note INT"), ops("ALTER TABLE t DROP COLUMN NOTE"), True) == ()
+    created = ops("CREATE TABLE t (id BIGINT PRIMARY KEY, Qty INT)")
+    assert in_the_past(created, renamed, ignore_case=True) == (
+        S.CreateTable((S.Column("id", "bigint"), S.Column("q2", "int")), ("id",)),
+    )
+    with pytest.raises(NamedAgain, match="c"):
+        in_the_past(ops("ALTER TABLE t DROP COLUMN c"), ops("ALTER TABLE t ADD COLUMN C INT"), ignore_case=True)
+
+
+def test_an_oracle_or_exact_late_operation_leaves_a_column_named_in_another_case_alone():
+    renamed = ops("ALTER TABLE t RENAME COLUMN Qty TO q2")
+    assert in_the_past(ops("ALTER TABLE t MODIFY COLUMN qty BIGINT"), renamed) == (S.ChangeColumnType("qty", "bigint"),)

@@ -100,7 +100,9 @@ def perform(
         return Outcome(SKIPPED, "performed before (a rerun)")
     operations = statement.operations
     if pending and engine.exists(uri):
-        operations = tuple(in_the_past((op,), pending)[0] if isinstance(op, S.CreateTable) else op for op in operations)
+        operations = tuple(
+            in_the_past((op,), pending, ignore_case)[0] if isinstance(op, S.CreateTable) else op for op in operations
+        )
     drops = any(isinstance(op, S.DropTable) for op in operations)
     if drops and (newer or _holds_newer(engine, uri, order)):
         return _drop_in_the_past(engine, lake, location, named or (location.db, location.table), order, commit_info)
@@ -108,7 +110,7 @@ def perform(
         if any(isinstance(op, S.RenameTable) for op in operations):
             return Outcome(SKIPPED, f"{_OLDER}; a late RENAME TABLE is not performed")
         try:
-            operations = in_the_past(operations, newer)
+            operations = in_the_past(operations, newer, ignore_case)
         except NamedAgain as again:
             raise UnsupportedOperation(f"{_OLDER}, and {again}") from None
         if not operations:
