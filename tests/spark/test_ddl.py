@@ -886,3 +886,24 @@ def test_a_late_mysql_statement_follows_a_newer_one_naming_its_column_in_another
     run_hours(spark, source, [H5, H6], emit=lambda _: None)
 
     assert user_rows(silver(source, "t_late")) == (["id", "v", "memo"], [(1, "a", 4), (2, "b", 5)])
+
+
+def test_a_late_change_follows_a_statement_naming_its_table_in_another_case_under_lower_case_table_names(
+    spark, tmp_path
+):
+    # lower_case_table_names: the statement's T_CASE is the messages' t_case, so the change exported late, older
+    # than the rename, gives its qty to amount; the hour run again performs nothing twice
+    source = make_source(tmp_path, lower_case_table_names=True)
+    qty, renamed = spec(("qty", "LONG"), table="t_case"), spec(("amount", "LONG"), table="t_case")
+    hour5 = [
+        *dw.insert(qty, 11, AT, {"id": 1, "qty": 1}),
+        alter(20, "ALTER TABLE T_CASE RENAME COLUMN qty TO amount", qty),
+        *dw.insert(renamed, 21, AT, {"id": 2, "amount": 2}),
+    ]
+    hour6 = dw.update(qty, 15, AT, {"id": 1, "qty": 1}, {"id": 1, "qty": 9}, one_message=True)
+    write(source, "h5.json", hour5, H5)
+    write(source, "h6.json", hour6, H6)
+    run_hours(spark, source, [H5, H6, H5], emit=lambda _: None)
+
+    assert user_rows(silver(source, "t_case")) == (["id", "amount"], [(1, 9), (2, 2)])
+    assert [r["status"] for r in history(source)] == ["applied"]

@@ -322,6 +322,25 @@ def test_the_runner_reports_each_step_as_soon_as_it_is_done(monkeypatch, tmp_pat
 
 
 @pytest.mark.parametrize("fmt", [f for f in wire.WRITERS if f != "dts_avro"])
+def test_an_empty_column_name_and_a_string_in_single_quotes_are_quarantined(parse_messages, fmt) -> None:
+    # no database has a column without a name (one loaded as a Delta column named ""), and JSON's strings are in
+    # double quotes (Spark's reader takes single quotes by default)
+    change = wire.Change(wire.ITEMS, wire.INSERT, 1, None, {"id": 1, "name": "abc", "qty": 1})
+    plain = wire.WRITERS[fmt](change)
+    nameless = [line.replace('"qty"', '""') for line in plain]
+    quoted = [line.replace('"abc"', "'abc'") for line in plain]
+    assert all('""' in line for line in nameless) and all("'abc'" in line for line in quoted)
+    source = source_for(fmt, **wire.settings(fmt, (wire.ITEMS,)))
+
+    rows = parse_messages(source, plain + nameless + quoted, f"{wire.ITEMS.name}-topic/0/000001.json")
+
+    empty_name = "empty column name: no database has such a column, nor can a table store one"
+    assert [r["reject_reason"] for r in rows] == [None] * len(plain) + [empty_name] * len(nameless) + [
+        "malformed JSON: not a JSON object"
+    ] * len(quoted)
+
+
+@pytest.mark.parametrize("fmt", [f for f in wire.WRITERS if f != "dts_avro"])
 def test_a_time_beyond_a_timestamps_range_never_fails_the_run(parse_messages, fmt) -> None:
     # milliseconds or seconds since 1970 past 2^63 microseconds once overflowed Spark's conversion and failed the hour;
     # short of that, a time past year 9999 (or before year 1) loaded, and failed whoever read the table in Python

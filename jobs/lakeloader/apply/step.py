@@ -178,7 +178,9 @@ def apply_changes(
     data = bronze.where(F.col("kind") == C.DATA)
     data = with_segments(with_identities(with_moves(data, moves), identities), events_by_table)
     data = with_order(data, source.format)
-    applied = applied_changes(engine, lake, source.name, source.source_dialect, moves, identities)
+    applied = applied_changes(
+        engine, lake, source.name, source.source_dialect, moves, identities, source.lower_case_table_names
+    )
     configured = {source.table_name(name): list(key) for name, key in source.primary_keys.items()}
     ignore_case = S.columns_ignore_case(source.source_dialect)
     data = declared_as_later(
@@ -544,7 +546,9 @@ class _Batch:
         """The column operations the table at `location` has had since `event`, from the schema history (read
         once per batch; the moves again, as this batch's renames add to them); None if it performed `event`."""
         if self._recorded is None:
-            self._recorded = recorded_statements(self.engine, self.lake, self.source.name, self.source.source_dialect)
+            self._recorded = recorded_statements(
+                self.engine, self.lake, self.source.name, self.source.source_dialect, self.source.lower_case_table_names
+            )
         moves = read_moves(self.lake, self.source.name)
         return later_operations(self._recorded, moves, (location.db, location.table), event.position)
 

@@ -385,6 +385,7 @@ def _length_prefixed(data: bytes) -> Iterator[tuple[bytes, str | None]]:
 
 RESERVED_PREFIX = "_cdc_"
 EMPTY_NAME = "empty {} name: a table cannot be stored under it"
+EMPTY_COLUMN = "empty column name: no database has such a column, nor can a table store one"
 RESERVED_COLUMNS = f"column name(s) reserved for the loader's metadata (prefix {RESERVED_PREFIX}, any case): "
 CASE_TWINS = "column names that differ only by case (Delta column names are case-insensitive): "
 
@@ -412,9 +413,9 @@ def stored_names() -> Column:
 
 def name_problem(names: Column) -> Column:
     """Why a data or DDL message's names cannot be stored (NULL when they can): a data message's empty db or
-    table name; a column named with the loader's `_cdc_` prefix (any case), which would collide with its
-    metadata; two columns whose names differ only by case, which Delta takes as one. Such a message is
-    quarantined, never renamed (docs/reliability.md). Every other name is stored (zones.name_segment).
+    table name; an empty column name; a column named with the loader's `_cdc_` prefix (any case), which would
+    collide with its metadata; two columns whose names differ only by case, which Delta takes as one. Such a
+    message is quarantined, never renamed (docs/reliability.md). Every other name is stored (zones.name_segment).
 
     `names` (`stored_names`) is a column of its own: used inside these checks' per-name lambdas, an expression
     is evaluated there without code generation, and it was once per use."""
@@ -429,6 +430,7 @@ def name_problem(names: Column) -> Column:
     named = F.col("kind").isin(C.DATA, C.DDL)
     return (
         place_problem()
+        .when(named & F.array_contains(names, ""), F.lit(EMPTY_COLUMN))
         .when(
             named & may_reserve & (F.size(reserved) > 0),
             F.concat(F.lit(RESERVED_COLUMNS), F.array_join(reserved, ", ")),

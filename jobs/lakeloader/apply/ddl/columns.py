@@ -70,6 +70,7 @@ def applied_changes(
     dialect: str,
     moves: list[TableMove],
     identities: dict[TableId, TableId],
+    lower_case_table_names: bool = False,
 ) -> dict[TableId, list[ColumnChange]]:
     """Per table (under its name in this batch): the renames and drops performed so far, from the schema history.
 
@@ -77,7 +78,7 @@ def applied_changes(
     than `DROP COLUMN c`, applied after it, must not bring `c` back either."""
     changes: dict[TableId, list[ColumnChange]] = {}
     for recorded_as, position, status, statement in recorded_statements(
-        engine, lake, source, dialect, _MAY_CHANGE_IMAGES
+        engine, lake, source, dialect, lower_case_table_names, _MAY_CHANGE_IMAGES
     ):
         name = resolve(recorded_as, position[:2], moves)
         if status in PERFORMED and name is not None:
@@ -87,10 +88,16 @@ def applied_changes(
 
 
 def recorded_statements(
-    engine: TableEngine, lake: Store, source: str, dialect: str, words: re.Pattern | None = None
+    engine: TableEngine,
+    lake: Store,
+    source: str,
+    dialect: str,
+    lower_case_table_names: bool,
+    words: re.Pattern | None = None,
 ) -> list[Recorded]:
     """Each statement of the schema history (whose text matches `words`, if given) with its table as recorded,
-    position and status."""
+    position and status. The history records a statement's table as the source compares names (folded to lower
+    case with `lower_case_table_names`), so a statement of its text is the row's when its name folds to it."""
     uri = lake.child(zones.schema_history_dir(source))
     if not engine.exists(uri):
         return []
@@ -101,7 +108,10 @@ def recorded_statements(
         parsed = S.parse_ddl(row["ddl"], dialect)
         position = (row[E.SEQ], row[E.SEQ2], row["origin_file"], row["origin_line"], row["origin_index"])
         for statement in parsed.statements if isinstance(parsed, S.Statements) else (parsed,):
-            if isinstance(statement, S.Statement) and (not statement.table or statement.table.table == row["table"]):
+            named = statement.table.table if isinstance(statement, S.Statement) and statement.table else None
+            if named is not None and lower_case_table_names:
+                named = named.lower()
+            if isinstance(statement, S.Statement) and (named is None or named == row["table"]):
                 recorded.append(((row["db"], row["table"]), position, row["status"], statement))
     return recorded
 

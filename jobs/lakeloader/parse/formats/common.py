@@ -99,8 +99,9 @@ def parse_json(lines: DataFrame, schema: T.StructType | T.MapType) -> DataFrame:
     )
 
 
-# JSON as RFC 8259 has it: Spark's reader takes NaN and Infinity tokens by default (and would keep their text)
-STRICT = {"allowNonNumericNumbers": "false"}
+# JSON as RFC 8259 has it: Spark's reader takes NaN and Infinity tokens (and would keep their text) and strings in
+# single quotes by default
+STRICT = {"allowNonNumericNumbers": "false", "allowSingleQuotes": "false"}
 NOT_AN_OBJECT = "malformed JSON: not a JSON object"
 OTHER_STRUCTURE = "malformed message: not the format's structure at: "
 

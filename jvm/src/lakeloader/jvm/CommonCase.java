@@ -283,7 +283,7 @@ final class CommonCase {
 
     /**
      * A row's column names (declared, and its images') must be ones a table stores, as
-     * lakeloader.parse.framing.name_problem decides: none with the loader's reserved prefix in any case, no two that
+     * lakeloader.parse.framing.name_problem decides: none empty, none with the loader's reserved prefix in any case, no two that
      * differ only by case (lower case as Spark's {@code lower} makes it: {@code toLowerCase(Locale.ROOT)}). A
      * message naming others is the Spark SQL parser's, and framing quarantines it; so the parse step's first job
      * checks no column names of the rows a reader took (tests/spark/test_parse_step_jobs.py).
@@ -301,7 +301,7 @@ final class CommonCase {
         boolean cased = false;
         for (Collection<String> names : groups) {
             for (String name : names) {
-                if (name == null) {
+                if (name == null || name.isEmpty()) {
                     throw NotCommon.INSTANCE;
                 }
                 String lower = name.toLowerCase(Locale.ROOT);
