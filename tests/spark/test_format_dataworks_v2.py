@@ -202,3 +202,16 @@ def test_loads_end_to_end_ordered_by_event_time_then_scn(spark, tmp_path):
         "_cdc_position": "1f2026-11-21T05." + b"items/0.json".hex().upper() + ".00000000000000000004.0000000000",
         "note": None,  # added by the ALTER at its place in the sequence
     }
+
+
+def test_a_truncate_without_scn_follows_the_changes_its_file_sent_before_it_in_its_millisecond(spark, tmp_path):
+    # seed 002's DDL messages carry "scn": "null", data messages an scn; all of one millisecond here
+    source = source_for("dataworks_v2", tmp_path)
+    row = {"id": 1, "name": "a", "price": "1.50", "ts": "1590315269000"}
+    truncate = v2("TRUNCATE", payload__ddl={"text": "truncate table items"}, scn="null")
+    lines = [v2("INSERT", after=row, scn="1001"), truncate, v2("INSERT", after=row | {"id": 2}, scn="1003")]
+    write_export(source, "items/0.json", lines)
+
+    run(spark, source)
+
+    assert [r["id"] for r in silver_rows(source, "shop", "items")] == [2]

@@ -309,3 +309,44 @@ def test_extend_loads_end_to_end(spark, tmp_path):
         {"id": 2, "name": "bobby", "amount": Decimal("2.125"), "born": datetime(1990, 1, 31).date(), "flag": True},
         {"id": 3, "name": "cy", "amount": Decimal("3.000"), "born": datetime(1990, 1, 31).date(), "flag": False},
     ]
+
+
+def test_ddl_without_store_data_sequence_takes_its_place_in_the_file_among_changes_of_its_second(spark, tmp_path):
+    # seed 002: a DDL message's storeDataSequence is null, its data messages' is set; all of one second here. The
+    # TRUNCATE follows id 1 and precedes id 2, the DEFAULT fills the row inserted before it, the DROP follows the
+    # insert giving b
+    source = source_for(
+        "oms_default",
+        tmp_path,
+        column_types={f"tenant.shop.{t}": {"id": "bigint", "b": "bigint"} for t in ("t_trunc", "t_add", "t_drop")},
+    )
+
+    def change(table: str, n: int, row: dict) -> str:
+        return oms("INSERT", row, table_name=table, storeDataSequence=str(1700000000_00000 + n))
+
+    def ddl(table: str, text: str) -> str:
+        return oms("DDL", {"ddl": text}, table_name=table, record_primary_key=None)
+
+    write_export(
+        source,
+        "topic/0.json",
+        [
+            change("t_trunc", 1, {"id": 1, "a": "before"}),
+            ddl("t_trunc", "truncate table shop.t_trunc"),
+            change("t_trunc", 3, {"id": 2, "a": "after"}),
+            change("t_add", 4, {"id": 1, "a": "x"}),
+            ddl("t_add", "alter table shop.t_add add column c varchar(30) default 'dflt'"),
+            change("t_add", 6, {"id": 2, "a": "y", "c": "own"}),
+            change("t_drop", 7, {"id": 1, "a": "x", "b": 1}),
+            ddl("t_drop", "alter table shop.t_drop drop column b"),
+        ],
+    )
+
+    run(spark, source)
+
+    assert silver_rows(source, "tenant.shop", "t_trunc") == [{"id": 2, "a": "after"}]
+    assert silver_rows(source, "tenant.shop", "t_add") == [
+        {"id": 1, "a": "x", "c": "dflt"},
+        {"id": 2, "a": "y", "c": "own"},
+    ]
+    assert silver_rows(source, "tenant.shop", "t_drop") == [{"id": 1, "a": "x"}]

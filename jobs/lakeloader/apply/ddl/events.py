@@ -57,14 +57,43 @@ def ddl_events(bronze: DataFrame, dialect: str, unqualified_schemas: Sequence[st
         )
         .collect()
     )
+    placed = _placed_in_file(bronze, rows)
     events = []
     for r in rows:
         parsed = _statement(r["ddl"], r["raw_op"], r["db"], r["table"], dialect)
         in_database = in_message_database(r["db"], r["schema_name"], unqualified_schemas)
         # a statement on several tables (DROP TABLE a, b) is one event per table, in the statement's order
         for statement in parsed.statements if isinstance(parsed, S.Statements) else (parsed,):
-            events.append(_event(r, in_database(statement) if isinstance(statement, S.Statement) else statement))
+            event = _event(r, in_database(statement) if isinstance(statement, S.Statement) else statement)
+            event.seq2 = placed.get((event.origin_file, event.origin_line), event.seq2)
+            events.append(event)
     return sorted(events, key=lambda e: (e.seq is None, e.position if e.seq is not None else ()))
+
+
+_LARGEST_SEQ = Decimal(10**38 - 1)
+
+
+def _placed_in_file(bronze: DataFrame, rows: list) -> dict[tuple[str, int], Decimal]:
+    """The second ordering key of each DDL message that has none (0) where the data messages around it have one:
+    one more than the greatest of the data messages before it in its file with its `seq`.
+
+    OMS sends a DDL message without `storeDataSequence`, and DataWorks 2.0 with `"scn": "null"` (seed 002), while
+    their data messages of the same second (millisecond) carry one: at 0 the statement would sort before every
+    change of its second, wherever it was sent (a TRUNCATE sent after an INSERT of its second kept the row, an ADD
+    COLUMN ... DEFAULT missed it). Its place in the export says where it is: after the changes its file sent before
+    it, before those after it, whose keys are greater (or equal, and later in the file). One small query, only for
+    a batch holding such a message."""
+    unplaced = {(r["origin_file"], r["seq"], r["origin_line"]) for r in rows if r["seq2"] == 0 and r["seq"] is not None}
+    if not unplaced:
+        return {}
+    statements = bronze.sparkSession.createDataFrame(
+        sorted(unplaced), "ddl_file string, ddl_seq decimal(38,0), ddl_line bigint"
+    )
+    data = bronze.where((F.col("kind") == C.DATA) & (F.col("seq2") > 0))
+    before = (F.col("origin_file") == F.col("ddl_file")) & (F.col("seq") == F.col("ddl_seq"))
+    before &= F.col("origin_line") < F.col("ddl_line")
+    found = data.join(F.broadcast(statements), before).groupBy("ddl_file", "ddl_line").agg(F.max("seq2").alias("m"))
+    return {(r["ddl_file"], r["ddl_line"]): min(r["m"] + 1, _LARGEST_SEQ) for r in found.collect()}
 
 
 def in_message_database(
