@@ -63,6 +63,27 @@ def test_identical_rows_count_and_a_delete_or_update_takes_one_copy(spark, tmp_p
     assert in_order == backwards_and_again == Counter({("click", 1): 1, ("view", 2): 1})
 
 
+def test_the_copies_a_delete_or_update_left_keep_the_metadata_of_the_insert_that_gave_them(spark, tmp_path):
+    files = {
+        HOURS[0]: [
+            *dw.insert(EVENTS, 10, AT, ev("click", 1)),
+            *dw.insert(EVENTS, 11, AT, ev("click", 1)),
+            *dw.delete(EVENTS, 12, AT, ev("click", 1)),
+            *dw.insert(EVENTS, 13, AT, ev("view", 2)),
+            *dw.insert(EVENTS, 14, AT, ev("view", 2)),
+            *dw.update(EVENTS, 15, AT, ev("view", 2), ev("buy", 3), one_message=True),
+        ]
+    }
+    load(spark, tmp_path, files, HOURS[:1])
+
+    rows = DeltaRsEngine().read(str(tmp_path / "lake" / zones.silver_table_dir("shop", "shop", "events"))).to_pylist()
+    assert sorted((r["kind"], r["_cdc_op"], int(r["_cdc_seq"]), r["_cdc_source_line"]) for r in rows) == [
+        ("buy", "UPDATE", 15, 6),
+        ("click", "INSERT", 11, 2),
+        ("view", "INSERT", 14, 5),
+    ]
+
+
 def test_a_truncate_empties_a_multiset_and_older_copies_arriving_late_do_not_count(spark, tmp_path):
     truncate = dw.message(EVENTS, "TRUNCATE", 40, AT, ddl="TRUNCATE TABLE events")
     files = {

@@ -96,7 +96,10 @@ def multiset_actions(
     ordered = F.array_sort(F.collect_list(F.struct(*ORDER, *carried)))
     counted = history.groupBy("db", "table", "row").agg(ordered.alias("steps"), F.first("image").alias("image"))
     count = F.aggregate("steps", F.lit(0), lambda n, step: F.greatest(F.lit(0), n + step["delta"]))
-    last = F.element_at("steps", -1)
+    # the copies left are the content's inserts, so they carry the metadata of the last change that gave the
+    # content (a delete or update of another copy leaves them as they were); none left: the last change
+    last_upsert = F.element_at(F.filter("steps", lambda step: step["delta"] > 0), -1)
+    last = F.when(count > 0, last_upsert).otherwise(F.element_at("steps", -1))
     occurrences = F.explode(F.when(count > 0, F.sequence(F.lit(1), count)).otherwise(F.array(F.lit(0))))
     rows = counted.select("db", "table", "row", "image", last.alias("last"), occurrences.alias("occurrence"))
     return rows.select(
