@@ -71,7 +71,7 @@ def random_value(rng: random.Random) -> object:
             ("Character", {"charset": rng.choice(CHARSETS), "value": rng.choice([data, text.encode()])}),
             ("Decimal", {"value": "-12.50", "precision": rng.randrange(66), "scale": rng.randrange(31)}),
             ("Float", {"value": random_double(rng), "precision": 22, "scale": rng.randrange(-1, 31)}),
-            ("Timestamp", {"timestamp": rng.randrange(-(2**40), 2**40), "millis": rng.randrange(1000)}),
+            ("Timestamp", {"timestamp": rng.randrange(-(2**40), 2**40), "millis": rng.randrange(1_000_000)}),
             ("DateTime", date_time),
             ("TimestampWithTimeZone", {"value": date_time, "timezone": rng.choice(["+08:00", "Asia/Shanghai"])}),
             ("BinaryGeometry", {"type": "POINT", "value": data}),

@@ -152,7 +152,7 @@ def value_record(pairs: list[tuple[str, int, object]], source_type: str = "MySQL
 
 
 def test_every_value_branch_converts_to_exact_canonical_text(parse_messages):
-    wall_clock = date_time(year=2026, month=11, day=21, hour=13, minute=0, second=1, millis=5)[1]
+    wall_clock = date_time(year=2026, month=11, day=21, hour=13, minute=0, second=1, millis=5000)[1]
     mysql = [
         ("tiny", TINY, integer("255")),  # TINYINT UNSIGNED fits: widened to smallint
         ("big", LONGLONG, integer("18446744073709551615")),
@@ -163,8 +163,8 @@ def test_every_value_branch_converts_to_exact_canonical_text(parse_messages):
         ("amount", DECIMAL, decimal("-12.345", 10, 3)),
         ("huge", DECIMAL, decimal("1234567890123456789012345678901234567890.5", 41, 1)),
         ("ratio", DOUBLE, (NS + "Float", {"value": 0.1, "precision": 22, "scale": 0})),
-        ("created", TIMESTAMP, (NS + "Timestamp", {"timestamp": T0, "millis": 7})),
-        ("updated", DATETIME, date_time(year=2026, month=11, day=21, hour=13, minute=4, second=5, millis=120)),
+        ("created", TIMESTAMP, (NS + "Timestamp", {"timestamp": T0, "millis": 7000})),
+        ("updated", DATETIME, date_time(year=2026, month=11, day=21, hour=13, minute=4, second=5, millis=120000)),
         ("day", DATE, date_time(year=2026, month=2, day=28)),
         ("span", TIME, date_time(hour=838, minute=59, second=59)),
         ("yr", YEAR, date_time(year=2026)),
@@ -181,7 +181,7 @@ def test_every_value_branch_converts_to_exact_canonical_text(parse_messages):
     postgres = [
         ("n", 20, integer("-9223372036854775809")),
         ("f", 701, (NS + "Float", {"value": 1e300, "precision": 53, "scale": 0})),
-        ("ts", 1114, date_time(year=1999, month=12, day=31, hour=23, minute=59, second=59, millis=999)),
+        ("ts", 1114, date_time(year=1999, month=12, day=31, hour=23, minute=59, second=59, millis=999000)),
         ("d", 1082, date_time(year=1999, month=12, day=31)),
         ("c", 25, text("x")),
     ]
@@ -307,13 +307,39 @@ def test_bad_lines_are_quarantined_with_their_reason_and_good_ones_still_load(pa
     assert [r["origin_line"] for r in rows] == list(range(1, 17))
 
 
+def test_millis_counts_microseconds_as_the_dts_sdk_reads_it(parse_messages):
+    # Alibaba's DTS subscription SDK: UnixTimestamp.setMicro(millis), a DateTime's nanoseconds millis * 1000
+    def clock(micros: int | None) -> tuple[str, dict]:
+        return date_time(year=2026, month=11, day=21, hour=10, minute=20, second=30, millis=micros)
+
+    values = [
+        ("ts", TIMESTAMP, (NS + "Timestamp", {"timestamp": T0, "millis": 654321})),
+        ("dt", DATETIME, clock(123)),
+        ("dt5", DATETIME, clock(5000)),
+        ("t", TIME, date_time(hour=1, minute=2, second=3, millis=5000)),
+        ("zoned", TIMESTAMP, (NS + "TimestampWithTimeZone", {"value": clock(123)[1], "timezone": "+08:00"})),
+    ]
+    beyond = [("dt", DATETIME, clock(1_000_000))]
+
+    row, bad = parse_messages(source(), [value_record(values), value_record(beyond)])
+
+    assert row["after"] == {
+        "ts": "2026-11-21 05:01:00.654321",
+        "dt": "2026-11-21 10:20:30.000123",
+        "dt5": "2026-11-21 10:20:30.005000",
+        "t": "01:02:03.005000",
+        "zoned": "2026-11-21 02:20:30.000123",
+    }
+    assert bad["reject_reason"] == "value does not match its declared type in column(s): dt"
+
+
 def test_changes_over_two_hours_land_in_silver_exactly(spark, tmp_path):
     config = source(tmp_path, primary_keys={"shop.orders": ("id",)})
     h6 = H5 + timedelta(hours=1)
     fields = [*ORDER_FIELDS, ("created", DATETIME), ("tag", VAR_STRING)]
 
     def row(order_id: int, name: str, price: str | None, minute: int, tag: bytes | None = b"\x00\x01") -> list:
-        created = date_time(year=2026, month=11, day=21, hour=5, minute=minute, second=0, millis=250)
+        created = date_time(year=2026, month=11, day=21, hour=5, minute=minute, second=0, millis=250000)
         price_value = decimal(price, 10, 2) if price else EMPTY
         return [integer(str(order_id)), text(name), price_value, created, chars(tag, "binary") if tag else EMPTY]
 

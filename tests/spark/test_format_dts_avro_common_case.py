@@ -66,14 +66,14 @@ def _value(rng: random.Random, number: int) -> object:
         )
     if number == 7:
         seconds = rng.choice([1_795_000_000, -5, 0, -62_135_596_801, 253_402_300_800])
-        return (NS + "Timestamp", {"timestamp": seconds, "millis": rng.choice([0, 5, 999, -1, 1000])})
+        return (NS + "Timestamp", {"timestamp": seconds, "millis": rng.choice([0, 5, 999_999, -1, 1_000_000])})
     if number in (10, 11, 12, 14):
         parts = {"year": 2026, "month": 11, "day": 21, "hour": 5, "minute": 6, "second": 7, "millis": 8}
         if number in (10, 14):
             parts |= {"hour": None, "minute": None, "second": None, "millis": None}
         if rng.random() < 0.3:  # a part missing or out of its range
             name = rng.choice(list(parts))
-            parts[name] = rng.choice([None, 0, -1, 13, 24, 31, 60, 1000, 10000])
+            parts[name] = rng.choice([None, 0, -1, 13, 24, 31, 60, 1000, 999_999, 1_000_000])
         return (NS + "DateTime", parts)
     if number == 255:
         return rng.choice([(NS + "BinaryGeometry", {"type": "POINT", "value": b"\x01\x02"}),

@@ -549,17 +549,17 @@ def _avro_decimal(precision: int, scale: int) -> Encoder:
 
 
 def _avro_date_time(moment: date) -> tuple[str, dict]:
-    """DateTime's parts: a date's, or a wall clock's with its milliseconds."""
+    """DateTime's parts: a date's, or a wall clock's with its microseconds (field `millis`, as DTS's SDK reads it)."""
     parts = {"year": moment.year, "month": moment.month, "day": moment.day}
     if isinstance(moment, datetime):
         parts |= {"hour": moment.hour, "minute": moment.minute, "second": moment.second}
-        parts |= {"millis": moment.microsecond // 1000}
+        parts |= {"millis": moment.microsecond}
     return _AVRO + "DateTime", parts
 
 
 def _avro_timestamp(moment: datetime) -> tuple[str, dict]:
-    millis = epoch_millis(moment)
-    return _AVRO + "Timestamp", {"timestamp": millis // 1000, "millis": millis % 1000}
+    micros = epoch_micros(moment)
+    return _AVRO + "Timestamp", {"timestamp": micros // 1_000_000, "millis": micros % 1_000_000}
 
 
 DTS_AVRO = Dialect(  # MySQL protocol type numbers, values as the record schema's union branches

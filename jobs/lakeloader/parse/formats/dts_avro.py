@@ -37,9 +37,11 @@ a value. Apply takes each column's latest declaration in a batch, so where a rec
 column takes the batch's latest type from a value; only a batch without any value there declares the
 fallback (the exact number text, string; a table it creates keeps that type).
 
-Values: Timestamp is seconds + millis since 1970 (UTC); DateTime's parts are the source's wall clock (kept
+Values: Timestamp is seconds + `millis` since 1970 (UTC); DateTime's parts are the source's wall clock (kept
 as such in a timestamp_ntz column); TimestampWithTimeZone's parts are local to its `timezone` and
-converted to UTC; `millis` counts milliseconds. Character bytes are decoded with their charset; bytes that
+converted to UTC. Despite its name, `millis` counts microseconds (0-999999), as Alibaba's DTS subscription SDK
+reads it (`UnixTimestamp.setMicro(millis)`, a DateTime's nanoseconds `millis * 1000`): MySQL's fractional seconds
+go to six digits. Character bytes are decoded with their charset; bytes that
 do not decode quarantine the record, as does a value that does not fit its column's type (e.g. a zero
 date). EmptyObject (NULL/NONE) and a null value are NULL.
 
@@ -458,7 +460,7 @@ def _value_text(value: Column) -> Column:
     branch = value["branch"]
     micros = F.try_add(
         F.try_multiply(value["value"].try_cast("bigint"), F.lit(1_000_000)),
-        F.coalesce(value["millis"], F.lit(0)).cast("bigint") * 1000,
+        F.coalesce(value["millis"], F.lit(0)).cast("bigint"),
     )
     return (
         F.when(branch.isin("Integer", "Decimal", "Float", "TextObject", "TextGeometry"), value["value"])
@@ -471,9 +473,15 @@ def _value_text(value: Column) -> Column:
 
 
 def _date_time_text(value: Column) -> Column:
-    """'yyyy-MM-dd HH:mm:ss[.SSS]', or the date, the time or the year alone: the parts that are set."""
+    """'yyyy-MM-dd HH:mm:ss[.SSSSSS]', or the date, the time or the year alone: the parts that are set. A
+    fraction (`millis`, microseconds) outside 0-999999 makes text no type reads (the value does not match)."""
     date = F.format_string("%04d-%02d-%02d", value["year"], value["month"], value["day"])
-    fraction = F.when(value["millis"].isNotNull(), F.format_string(".%03d", value["millis"])).otherwise(F.lit(""))
+    micros = value["millis"]
+    fraction = (
+        F.when(micros.isNull(), F.lit(""))
+        .when(micros.between(0, 999_999), F.format_string(".%06d", micros))
+        .otherwise(F.lit(".out of range"))
+    )
     time = F.concat(F.format_string("%02d:%02d:%02d", value["hour"], value["minute"], value["second"]), fraction)
     has_date, has_time = value["month"].isNotNull(), value["hour"].isNotNull()
     return (

@@ -322,14 +322,15 @@ public final class DtsMessages implements UDF2<String, String, Row> {
     }
 
     /**
-     * A DateTime's canonical text: a wall clock of all six parts (milliseconds optional) in a timestamp_ntz column,
+     * A DateTime's canonical text: a wall clock of all six parts (microseconds, the field `millis`, optional) in a
+     * timestamp_ntz column,
      * a date (no hour) in a date column, each a valid date in years 1-9999; NULL for anything else.
      */
     private static String dateTime(Row value, String type) {
         boolean date = !value.isNullAt(YEAR) && !value.isNullAt(MONTH) && !value.isNullAt(DAY);
         boolean clock = !value.isNullAt(HOUR) && !value.isNullAt(MINUTE) && !value.isNullAt(SECOND);
-        int millis = value.isNullAt(MILLIS) ? 0 : value.getInt(MILLIS);
-        if (!date || value.getInt(YEAR) < 1 || value.getInt(YEAR) > 9999 || millis < 0 || millis > 999) {
+        int micros = value.isNullAt(MILLIS) ? 0 : value.getInt(MILLIS);
+        if (!date || value.getInt(YEAR) < 1 || value.getInt(YEAR) > 9999 || micros < 0 || micros > 999_999) {
             return null;
         }
         try {
@@ -339,7 +340,7 @@ public final class DtsMessages implements UDF2<String, String, Row> {
             }
             if (type.equals("timestamp_ntz") && clock) {
                 LocalTime time = LocalTime.of(value.getInt(HOUR), value.getInt(MINUTE), value.getInt(SECOND),
-                        millis * 1_000_000);
+                        micros * 1_000);
                 return CANONICAL_TIMESTAMP.format(LocalDateTime.of(day, time));
             }
             return null;
@@ -348,12 +349,15 @@ public final class DtsMessages implements UDF2<String, String, Row> {
         }
     }
 
-    /** A Timestamp's canonical text: seconds and milliseconds since 1970 as UTC text; NULL outside years 1-9999. */
+    /**
+     * A Timestamp's canonical text: seconds and microseconds (the field `millis`, as DTS's SDK reads it) since 1970
+     * as UTC text; NULL outside years 1-9999.
+     */
     private static String timestamp(Row value) {
         try {
             long seconds = Long.parseLong(value.getString(VALUE));
-            long millis = value.isNullAt(MILLIS) ? 0 : value.getInt(MILLIS);
-            long micros = Math.addExact(Math.multiplyExact(seconds, 1_000_000L), millis * 1000);
+            long fraction = value.isNullAt(MILLIS) ? 0 : value.getInt(MILLIS);
+            long micros = Math.addExact(Math.multiplyExact(seconds, 1_000_000L), fraction);
             LocalDateTime utc = LocalDateTime.ofEpochSecond(Math.floorDiv(micros, 1_000_000L),
                     (int) Math.floorMod(micros, 1_000_000L) * 1000, ZoneOffset.UTC);
             return utc.getYear() >= 1 && utc.getYear() <= 9999 ? CANONICAL_TIMESTAMP.format(utc) : null;
