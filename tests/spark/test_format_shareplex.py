@@ -233,3 +233,31 @@ def test_messages_without_a_scn_apply_in_the_order_of_their_time(spark, tmp_path
     assert (parse["outcomes"]["data"], parse["outcomes"]["ddl"], parse["outcomes"]["quarantined"]) == (4, 1, 0)
     apply = next(r for r in reports if r["step"] == "apply")
     assert apply["ddl"] == {"applied": 1}
+
+
+def test_ddl_without_a_scn_takes_its_place_in_the_file_among_changes_with_one(spark, tmp_path):
+    # seed 002: OMS's SharePlex DDL example has "scn": "null", its data messages a scn; the ADD COLUMN's DEFAULT
+    # fills the row inserted before it, and the DROP follows both inserts
+    config = source_for("shareplex_json", tmp_path, primary_keys={"shop.orders": ("id",)})
+    meta = {"op": "ddl", "table": "shop.orders", "scn": "null", "seq": 1, "time": "2026-11-21T05:10:00"}
+    ddl = [
+        json.dumps({"meta": meta, "data": {}, "sql": {"ddl": text}})
+        for text in (
+            "ALTER TABLE shop.orders ADD COLUMN c VARCHAR(10) DEFAULT 'd'",
+            "ALTER TABLE shop.orders DROP COLUMN name",
+        )
+    ]
+    write_export(
+        config,
+        "orders/sp-0.json",
+        [
+            shareplex("ins", 1671205980000001, {"id": "1", "name": "a"}),
+            ddl[0],
+            shareplex("ins", 1671205980000003, {"id": "2", "name": "b", "c": "own"}),
+            ddl[1],
+        ],
+    )
+
+    run(spark, config)
+
+    assert silver_rows(config, "shop", "orders") == [{"id": "1", "c": "d"}, {"id": "2", "c": "own"}]

@@ -65,7 +65,7 @@ def ddl_events(bronze: DataFrame, dialect: str, unqualified_schemas: Sequence[st
         # a statement on several tables (DROP TABLE a, b) is one event per table, in the statement's order
         for statement in parsed.statements if isinstance(parsed, S.Statements) else (parsed,):
             event = _event(r, in_database(statement) if isinstance(statement, S.Statement) else statement)
-            event.seq2 = placed.get((event.origin_file, event.origin_line), event.seq2)
+            event.seq, event.seq2 = placed.get((event.origin_file, event.origin_line), (event.seq, event.seq2))
             events.append(event)
     return sorted(events, key=lambda e: (e.seq is None, e.position if e.seq is not None else ()))
 
@@ -73,27 +73,39 @@ def ddl_events(bronze: DataFrame, dialect: str, unqualified_schemas: Sequence[st
 _LARGEST_SEQ = Decimal(10**38 - 1)
 
 
-def _placed_in_file(bronze: DataFrame, rows: list) -> dict[tuple[str, int], Decimal]:
-    """The second ordering key of each DDL message that has none (0) where the data messages around it have one:
-    one more than the greatest of the data messages before it in its file with its `seq`.
+def _placed_in_file(bronze: DataFrame, rows: list) -> dict[tuple[str, int], tuple[Decimal, Decimal]]:
+    """The ordering key of each DDL message sent without one where the data messages before it in its file have
+    it: right after the greatest of their keys.
 
-    OMS sends a DDL message without `storeDataSequence`, and DataWorks 2.0 with `"scn": "null"` (seed 002), while
-    their data messages of the same second (millisecond) carry one: at 0 the statement would sort before every
-    change of its second, wherever it was sent (a TRUNCATE sent after an INSERT of its second kept the row, an ADD
-    COLUMN ... DEFAULT missed it). Its place in the export says where it is: after the changes its file sent before
-    it, before those after it, whose keys are greater (or equal, and later in the file). One small query, only for
-    a batch holding such a message."""
-    unplaced = {(r["origin_file"], r["seq"], r["origin_line"]) for r in rows if r["seq2"] == 0 and r["seq"] is not None}
+    OMS sends a DDL message without `storeDataSequence`, DataWorks 2.0 with `"scn": "null"` and OMS's SharePlex with
+    `"scn": "null"` (seed 002), while their data messages carry one: such a statement's key is 0 in that part, and it
+    would sort before every change of its second (millisecond), or (SharePlex) before every change with a scn,
+    wherever it was sent (a TRUNCATE sent after an INSERT kept the row, an ADD COLUMN ... DEFAULT missed it). Its
+    place in the export says where it is: after the changes its file sent before it (of its `seq` when only its
+    `seq2` is 0), before those after it, whose keys are greater (or equal, and later in the file). So it takes the
+    greatest key before it with `seq2` one more. One small query, only for a batch holding such a message."""
+    unplaced = {
+        (r["origin_file"], r["seq"], r["seq2"], r["origin_line"])
+        for r in rows
+        if r["seq"] is not None and (r["seq"] == 0 or r["seq2"] == 0)
+    }
     if not unplaced:
         return {}
     statements = bronze.sparkSession.createDataFrame(
-        sorted(unplaced), "ddl_file string, ddl_seq decimal(38,0), ddl_line bigint"
+        sorted(unplaced), "ddl_file string, ddl_seq decimal(38,0), ddl_seq2 decimal(38,0), ddl_line bigint"
     )
-    data = bronze.where((F.col("kind") == C.DATA) & (F.col("seq2") > 0))
-    before = (F.col("origin_file") == F.col("ddl_file")) & (F.col("seq") == F.col("ddl_seq"))
-    before &= F.col("origin_line") < F.col("ddl_line")
-    found = data.join(F.broadcast(statements), before).groupBy("ddl_file", "ddl_line").agg(F.max("seq2").alias("m"))
-    return {(r["ddl_file"], r["ddl_line"]): min(r["m"] + 1, _LARGEST_SEQ) for r in found.collect()}
+    seq, seq2 = F.col("seq"), F.col("seq2")
+    without_seq = (F.col("ddl_seq") == 0) & (seq > 0)
+    without_seq2 = (F.col("ddl_seq2") == 0) & (seq == F.col("ddl_seq")) & (seq2 > 0)
+    before = (F.col("origin_file") == F.col("ddl_file")) & (F.col("origin_line") < F.col("ddl_line"))
+    found = (
+        bronze.where(F.col("kind") == C.DATA)
+        .join(F.broadcast(statements), before & (without_seq | without_seq2))
+        .groupBy("ddl_file", "ddl_line")
+        .agg(F.max(F.struct(seq.alias("seq"), seq2.alias("seq2"))).alias("m"))
+        .collect()
+    )
+    return {(r["ddl_file"], r["ddl_line"]): (r["m"]["seq"], min(r["m"]["seq2"] + 1, _LARGEST_SEQ)) for r in found}
 
 
 def in_message_database(

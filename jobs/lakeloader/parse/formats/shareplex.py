@@ -19,7 +19,8 @@ Ordering key: `meta.scn`, then `meta.seq` (the operation's number inside its tra
 sends `scn` only when the source enables sequences (seed 002: its printed DDL example has "null"): a message
 without one (absent, null or "null") has key (0, `meta.time` in microseconds since the epoch, 0 without a time), so
 such messages order by their time and then their export position (not by `meta.seq`, which restarts in every
-transaction), before any message with a scn.
+transaction), before any message with a scn; a DDL message without one among messages with one takes its place in
+its file (`lakeloader.apply.ddl.events`).
 `posttime`, `idx`, `size`, `rowid`, `trans` and `userid` describe delivery and transactions and are not kept.
 """
 
