@@ -106,11 +106,16 @@ def test_an_image_naming_a_column_not_declared_is_quarantined(spark, tmp_path):
     loading the rest of the row would drop it without a word."""
     message = json.loads(ORACLE_LINES[0])
     message["payload"]["after"]["dataColumn"]["note"] = "not declared"
-    (row,) = parse_lines(spark, source_for("dataworks_json"), tmp_path, [json.dumps(message)])
-    assert (row["outcome"], row["reject_reason"]) == (
-        "quarantined",
-        "column(s) not declared in schema.dataColumn: note",
-    )
+    update = json.loads(ORACLE_LINES[0])  # a one-message update: the after-image as declared, the before-image not
+    image = update["payload"]["after"]["dataColumn"]
+    update["payload"] |= {"op": "UPDATE_AFTER", "before": {"dataColumn": image | {"memo": "x"}}}
+
+    rows = parse_lines(spark, source_for("dataworks_json"), tmp_path, [json.dumps(message), json.dumps(update)])
+
+    assert [(r["outcome"], r["reject_reason"]) for r in rows] == [
+        ("quarantined", "column(s) not declared in schema.dataColumn: note"),
+        ("quarantined", "column(s) not declared in schema.dataColumn: memo"),
+    ]
 
 
 def test_versions_the_documents_do_not_show_are_quarantined(spark, tmp_path):

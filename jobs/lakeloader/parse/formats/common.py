@@ -687,7 +687,7 @@ def finish(
     repeated = repeated_names(F.col("typed"), aligned_image)
     declared: list[Check] = []
     if wire.declarations:
-        undeclared = _undeclared(aligned_image)
+        undeclared = _undeclared()
         not_declared = listing(f"column(s) not declared in {wire.declarations}: ", undeclared)
         declared.append((is_data & (F.size(undeclared) > 0), not_declared))
     reason = first_reason(
@@ -845,13 +845,14 @@ def framing(frame: DataFrame) -> list[str]:
     return [name for name in FRAMING_COLUMNS if name in frame.columns]
 
 
-def _undeclared(aligned_image: Column) -> Column:
-    """Names of the images' columns that `typed` does not declare (empty when an image is aligned with it: the
-    images of a message mostly are, and then the other image holds the same names or is NULL)."""
-    names = image_names(F.col("raw_after"), F.col("raw_before"))
+def _undeclared() -> Column:
+    """Names of the images' columns that `typed` does not declare (empty without a search where each image is
+    NULL or `aligned` with it, as a message's images mostly are)."""
+    raw = F.col("raw_after"), F.col("raw_before")
+    each_aligned = F.coalesce(aligned(raw[0]), raw[0].isNull()) & F.coalesce(aligned(raw[1]), raw[1].isNull())
     empty = F.array().cast(STRING_ARRAY)
-    return F.when(aligned_image, empty).otherwise(
-        F.coalesce(F.array_except(names, F.coalesce(F.col("typed")["name"], empty)), empty)
+    return F.when(each_aligned, empty).otherwise(
+        F.coalesce(F.array_except(image_names(*raw), F.coalesce(F.col("typed")["name"], empty)), empty)
     )
 
 
