@@ -16,6 +16,7 @@ from lakeloader.core.config import SourceConfig
 from tools.cdcgen.wire import record_schema
 
 H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
+H6 = H5 + timedelta(hours=1)
 T0 = int(H5.timestamp()) + 60  # sourceTimestamp: seconds
 NS = "com.alibaba.dts.formats.avro."
 
@@ -335,7 +336,7 @@ def test_millis_counts_microseconds_as_the_dts_sdk_reads_it(parse_messages):
 
 def test_changes_over_two_hours_land_in_silver_exactly(spark, tmp_path):
     config = source(tmp_path, primary_keys={"shop.orders": ("id",)})
-    h6 = H5 + timedelta(hours=1)
+    h6 = H6
     fields = [*ORDER_FIELDS, ("created", DATETIME), ("tag", VAR_STRING)]
 
     def row(order_id: int, name: str, price: str | None, minute: int, tag: bytes | None = b"\x00\x01") -> list:
@@ -384,3 +385,22 @@ def test_changes_over_two_hours_land_in_silver_exactly(spark, tmp_path):
         "created": "timestamp[us]",
         "tag": "binary",
     }
+
+
+def test_columns_an_hour_of_nulls_left_untyped_take_the_type_of_the_first_values(spark, tmp_path):
+    # DECIMAL's precision and scale and BLOB-or-TEXT travel with values: an hour with only NULLs there makes text
+    # columns, which hold no value until a later hour's values type them
+    config = source(tmp_path, primary_keys={"shop.orders": ("id",)})
+    fields = [("id", LONG), ("amount", DECIMAL), ("data", BLOB)]
+    first = record("INSERT", fields=fields, after=[integer("1"), EMPTY, EMPTY], record_id=1)
+    then = [integer("2"), decimal("12.3450", 10, 4), (NS + "BinaryObject", {"type": "BLOB", "value": b"\x00\xff"})]
+    write_export(config, "dts/0000.b64", [line(first)])
+    write_export(config, "dts/0001.b64", [line(record("INSERT", fields=fields, after=then, record_id=2))], H6)
+
+    run(spark, config, [H5, H6])
+
+    assert silver_schema(config, "shop", "orders") == {"id": "int64", "amount": "decimal128(10, 4)", "data": "binary"}
+    assert silver_rows(config, "shop", "orders") == [
+        {"id": 1, "amount": None, "data": None},
+        {"id": 2, "amount": Decimal("12.3450"), "data": b"\x00\xff"},
+    ]

@@ -15,7 +15,8 @@ table or tombstone table written before `_cdc_position` existed gets the column,
 
 Before the merge, the change set is fitted to the table's columns (`_fit_types`): a column whose batch type
 the silver type cannot hold is widened (`lakeloader.apply.ddl.widening.widest`: int -> bigint, float -> double, a
-larger decimal, ...) by rewriting the table, and reported as a schema change; where no type holds both, the
+larger decimal, ...) by rewriting the table, and reported as a schema change (so is a text column that holds no
+value yet, which takes the batch's type: `_typed_by_nothing`); where no type holds both, the
 values are cast to the silver type and a change whose value does not survive exactly is rejected with the
 reason (handed to the caller's quarantine, a bounded chunk at a time) instead of failing the merge.
 """
@@ -239,6 +240,8 @@ def _fit_types(
         if column.name in old_types and column.name not in (*E.STAGING_COLUMNS, E.RANK):
             old, new = old_types[column.name], spark_type_of_arrow(column.type)
             target = widest(old, new) if old != new else old
+            if target in (None, old) and _typed_by_nothing(engine, table, column.name, old, new):
+                target = new
             if target is not None and target != old:
                 wider[column.name] = target
     changes = tuple(_schema_change(change_set, name, old_types[name], new) for name, new in wider.items())
@@ -264,6 +267,15 @@ def _fit_types(
             yield _rejections(chunk.rows, chunk.text | chunk.cast, reasons)
 
     return fitted.kept, changes, rejections()
+
+
+def _typed_by_nothing(engine: TableEngine, table: SilverTable, column: str, old: str, new: str) -> bool:
+    """Whether a text column meeting values of another type holds no value at all, so it takes their type: a
+    format whose type travels with the values (DTS Avro's DECIMAL and BLOB) declared it text for a batch that
+    held only NULLs there, and the first value now types it. A key column stays as it is."""
+    if old != "string" or new == "string" or column in table.key:
+        return False
+    return engine.row_count(table.uri, E.NotNull(column)) == 0
 
 
 def _schema_change(change_set: ChangeSet, column: str, old: str, new: str) -> SchemaChange:

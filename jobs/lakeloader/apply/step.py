@@ -441,7 +441,7 @@ class _Batch:
         twins = case_twins(shape, columns)
         if twins:
             shape, actions = self._without_case_twins(location, shape, actions, twins)
-        as_text = _held_as_text(columns, shape)
+        as_text = _held_as_text(self.engine, table.uri, columns, shape)
         change_set: ChangeSet
         if self.collected is not None and not twins and self.collected.expects(shape):
             change_set = ArrowChangeSet(self.collected.change_set(shape, as_text))
@@ -636,18 +636,21 @@ def case_twins(shape: TableShape, columns: pa.Schema) -> dict[str, str]:
 def _typing(engine: TableEngine, lake: Store, source: str, shape: TableShape) -> Typing | None:
     """How a segment typed from the batch's actions will be typed at its turn (None: it has case twins, so
     it is typed from fewer actions)."""
-    columns = silver_columns(engine, lake.child(D.TableLocation(source, shape.db, shape.table).silver_key()))
+    uri = lake.child(D.TableLocation(source, shape.db, shape.table).silver_key())
+    columns = silver_columns(engine, uri)
     if case_twins(shape, columns):
         return None
-    return Typing.of(shape, _held_as_text(columns, shape))
+    return Typing.of(shape, _held_as_text(engine, uri, columns, shape))
 
 
-def _held_as_text(columns: pa.Schema, shape: TableShape) -> set[str]:
+def _held_as_text(engine: TableEngine, uri: str, columns: pa.Schema, shape: TableShape) -> set[str]:
     """The columns the table holds as text (`columns`) that the batch declares of another type (binary aside):
     they take the changes' canonical text, the value as the source wrote it, rather than an engine's rendering of
-    it (Arrow writes 7.0 as '7', Spark an instant without its 'Z')."""
+    it (Arrow writes 7.0 as '7', Spark an instant without its 'Z'). Not those holding no value yet: they take the
+    batch's type (`lakeloader.apply.silver`)."""
     text = {f.name for f in columns if spark_type_of_arrow(f.type) == "string"}
-    return {name for name, spark_type in shape.columns if name in text and spark_type not in ("string", "binary")}
+    other = [name for name, spark_type in shape.columns if name in text and spark_type not in ("string", "binary")]
+    return {name for name in other if engine.row_count(uri, E.NotNull(name)) > 0}
 
 
 def _declared_after(actions: DataFrame, shape: TableShape, mark: tuple[Decimal, Decimal]) -> set[str]:

@@ -35,7 +35,8 @@ after-image first; a string or BLOB column without one is string, a GEOMETRY one
 DECIMAL's precision and scale, and whether a string or BLOB number holds text or bytes, are only sent with
 a value. Apply takes each column's latest declaration in a batch, so where a record's value is NULL the
 column takes the batch's latest type from a value; only a batch without any value there declares the
-fallback (the exact number text, string; a table it creates keeps that type).
+fallback (the exact number text, string; a column it creates takes the type of the first values a later
+batch has, `lakeloader.apply.silver`).
 
 Values: Timestamp is seconds + `millis` since 1970 (UTC); DateTime's parts are the source's wall clock (kept
 as such in a timestamp_ntz column); TimestampWithTimeZone's parts are local to its `timezone` and
