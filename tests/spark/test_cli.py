@@ -4,7 +4,9 @@ loaded lake without Spark."""
 from __future__ import annotations
 
 import io
+import json
 import re
+from datetime import timedelta
 from pathlib import Path
 
 from format_support import HOUR, run, source_for, write_export
@@ -14,6 +16,7 @@ from lakeloader.cli import progress
 from lakeloader.cli.local_runner import run_hours
 from tools.cdcgen import dataworks as dw
 
+NEXT = HOUR + timedelta(hours=1)
 ORDERS = dw.TableSpec("shop", "orders", (("id", "LONG"), ("status", "STRING")), ("id",))
 
 
@@ -48,6 +51,41 @@ def test_status_and_quarantine_show_read_a_loaded_hour(spark, tmp_path: Path, ca
     [row] = cli.quarantined(source, HOUR)
     assert (row["origin_file"], row["origin_line"], row["message"]) == ("orders.json", 2, "{broken")
     assert cli.render_quarantined([row], limit=50).splitlines()[1] == f"orders.json:2  (no table)  {row['reason']}"
+
+
+def test_status_and_quarantine_show_include_the_changes_apply_left_out(spark, tmp_path: Path):
+    """A value no silver column type can hold (text for a bigint column, no DDL) is left out at apply: status
+    counts it with the hour's and the table's quarantine, and quarantine show lists it with its reason and
+    origin beside the messages parse quarantined."""
+    source = source_for("dataworks_json", tmp_path)
+    counted = dw.TableSpec("shop", "counts", (("id", "LONG"), ("n", "LONG")), ("id",))
+    as_text = dw.TableSpec("shop", "counts", (("id", "LONG"), ("n", "STRING")), ("id",))
+    write_export(source, "counts/0005.json", [*dw.insert(counted, 1, HOUR, {"id": 1, "n": 7})])
+    later = [
+        *dw.insert(as_text, 2, NEXT, {"id": 2, "n": "many"}),
+        "{broken",
+        *dw.insert(counted, 3, NEXT, {"id": 3, "n": 9}),
+    ]
+    write_export(source, "counts/0006.json", later, NEXT)
+    run(spark, source, [HOUR, NEXT])
+
+    status = cli.status(source, hours=2, last=NEXT)
+    rows = cli.quarantined(source, NEXT)
+
+    reason = "column n: a string value that the silver column's bigint cannot hold, and no type holds both exactly"
+    assert [line.split()[:4] for line in status.splitlines() if line.strip().startswith("shop.counts")] == [
+        ["shop.counts", "2", "3", "1"]
+    ]
+    assert f"2026-11-21T06          2            2  1 x {reason}, 1 x malformed JSON: not a JSON object" in status
+    assert [(r["step"], r["origin_file"], r["origin_line"], r["reason"]) for r in rows] == [
+        ("apply", "counts/0006.json", 1, reason),
+        ("parse", "counts/0006.json", 2, "malformed JSON: not a JSON object"),
+    ]
+    assert json.loads(rows[0]["message"])["n"] == "many"
+    assert cli.render_quarantined(rows, limit=50).splitlines()[1] == (
+        f"counts/0006.json:1  shop.counts  left out at apply: {reason}"
+    )
+    assert cli.quarantined(source, HOUR) == []
 
 
 class _Terminal(io.StringIO):

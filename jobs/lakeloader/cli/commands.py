@@ -7,7 +7,8 @@
 
 (The console script `make setup` installs, `.venv/bin/lakeloader`; `bin/lakeloader` runs it with this checkout's
 embedded Airflow settings, `python -m lakeloader.cli` runs it too.) Everything but `run` reads only the lake's
-audit zone, the quarantine's Parquet files and the silver tables' metadata: no Spark is started.
+audit zone, the quarantines (Parquet files; apply's Delta table) and the silver tables' metadata: no Spark is
+started.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from lakeloader.cli.source_summary import NO_TABLE, collect
 from lakeloader.core import zones
 from lakeloader.core.config import ConfigError, SourceConfig, load_source, load_sources
 from lakeloader.core.storage import Store, open_store
+from lakeloader.engine import reader_for
 
 MESSAGE_CHARS = 160
 
@@ -73,18 +75,36 @@ def status(source: SourceConfig, hours: int, last: datetime | None = None) -> st
 
 
 def quarantined(source: SourceConfig, hour: datetime) -> list[dict[str, Any]]:
-    """The hour's quarantined messages, in export order (file, line)."""
+    """The hour's quarantined messages and the changes its apply left out (`step` "apply": a value no silver
+    column type could hold; `message` is the change's row as JSON), in export order (file, line)."""
     lake = open_store(source.lake_root, source.s3_endpoint_url)
     prefix = zones.bronze_quarantine_dir(source.name, hour) + "/"
     rows: list[dict[str, Any]] = []
     for item in lake.list(prefix):
         if item.key.endswith(".parquet"):
             table = pq.read_table(io.BytesIO(lake.read_bytes(item.key)), columns=_QUARANTINE_COLUMNS)
-            rows += table.to_pylist()
-    return sorted(rows, key=lambda r: (r["origin_file"], r["origin_line"]))
+            rows += [{**row, "step": "parse"} for row in table.to_pylist()]
+    rows += _left_out_by_apply(source, lake, zones.format_hour(hour))
+    return sorted(rows, key=lambda r: (r["origin_file"], r["origin_line"], r["step"]))
 
 
 _QUARANTINE_COLUMNS = ["reason", "db", "table", "message", "origin_file", "origin_line"]
+
+
+def _left_out_by_apply(source: SourceConfig, lake: Store, hour: str) -> list[dict[str, Any]]:
+    """The apply quarantine's changes of the batch `hour` (a Delta table of the whole source, small: it holds
+    only changes whose values fit no column type)."""
+    uri = lake.child(zones.apply_quarantine_dir(source.name))
+    engine = reader_for(source)
+    if not engine.exists(uri):
+        return []
+    columns = ["reason", "db", "table", "row", "origin_file", "origin_line", "batch_hour"]
+    changes = engine.read(uri, columns).to_pylist()
+    return [
+        {**{k: c[k] for k in _QUARANTINE_COLUMNS if k != "message"}, "message": c["row"], "step": "apply"}
+        for c in changes
+        if c["batch_hour"] == hour
+    ]
 
 
 def render_quarantined(rows: list[dict[str, Any]], limit: int) -> str:
@@ -94,7 +114,8 @@ def render_quarantined(rows: list[dict[str, Any]], limit: int) -> str:
         message = (row.get("message") or "").replace("\n", "\\n")
         if len(message) > MESSAGE_CHARS:
             message = message[:MESSAGE_CHARS] + "…"
-        lines.append(f"{row['origin_file']}:{row['origin_line']}  {table}  {row['reason']}\n    {message}")
+        reason = f"left out at apply: {row['reason']}" if row.get("step") == "apply" else row["reason"]
+        lines.append(f"{row['origin_file']}:{row['origin_line']}  {table}  {reason}\n    {message}")
     return "\n".join(lines)
 
 

@@ -1,6 +1,6 @@
 """Summarise a source over an hour range: per table, the rows now in silver, the changes applied and the
-messages quarantined, from the audit zone's run reports; optionally check the tables against an expected
-state (the demo's generator writes one).
+messages quarantined (at parse, and changes apply left out: no column type could hold them), from the audit
+zone's run reports; optionally check the tables against an expected state (the demo's generator writes one).
 
     python -m lakeloader.cli.source_summary --source shop --from 2026-11-21T00 --to 2026-11-21T02 [--expected FILE]
 """
@@ -25,7 +25,9 @@ NO_TABLE = "(no table)"
 
 
 def collect(source: SourceConfig, hours: list, lake: Store) -> dict[str, Any]:
-    """Per-table, per-hour and overall counts over `hours`, read from the parse and apply run reports."""
+    """Per-table, per-hour and overall counts over `hours`, read from the parse and apply run reports. A table's
+    or an hour's `quarantined` counts the messages parse quarantined and the changes apply did (`rejected` in the
+    apply report: their values fit no silver column type), and its reasons are both steps' reasons."""
     tables: dict[str, Counter] = {}
     ids: dict[str, tuple[str, str]] = {}  # 'db.table' -> (db, table), as the reports record them
     totals: Counter = Counter()
@@ -46,11 +48,12 @@ def collect(source: SourceConfig, hours: list, lake: Store) -> dict[str, Any]:
             - sum(t.get("quarantined", 0) for t in parse["tables"].values())
         )
         for name, counts in apply["tables"].items():
-            tables.setdefault(name, Counter()).update(changes=counts["changes"])
+            tables.setdefault(name, Counter()).update(changes=counts["changes"], quarantined=counts.get("rejected", 0))
+        reasons = Counter(parse.get("quarantine_reasons", {})) + Counter(apply.get("rejection_reasons", {}))
         per_hour[zones.format_hour(hour)] = {
             "changes": sum(counts["changes"] for counts in apply["tables"].values()),
-            "quarantined": parse["outcomes"]["quarantined"],
-            "quarantine_reasons": parse.get("quarantine_reasons", {}),
+            "quarantined": parse["outcomes"]["quarantined"] + apply.get("rejected_changes", 0),
+            "quarantine_reasons": dict(reasons),
             "changes_by_table": {name: counts["changes"] for name, counts in apply["tables"].items()},
         }
     engine = reader_for(source)
@@ -131,6 +134,7 @@ def render(source: SourceConfig, lake: Store, summary: dict[str, Any]) -> str:
         "",
         f"  silver tables: {lake.child(f'silver/{source.name}')}/<db>/<table>",
         f"  quarantine:    {lake.child(f'bronze/{source.name}/quarantine')}/dt=…/hour=…",
+        f"  apply's:       {lake.child(zones.apply_quarantine_dir(source.name))}",
         f"  run reports:   {lake.child(f'audit/{source.name}/runs')}/dt=…/hour=…/<step>.json",
     ]
     return "\n".join(lines)
