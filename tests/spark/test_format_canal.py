@@ -169,6 +169,38 @@ def test_legacy_dts_update_reads_the_before_image_from_data_and_the_after_image_
     assert modern[0]["before"]["amount"] == "2.50" and modern[0]["after"]["amount"] == "1.00"
 
 
+def test_a_bare_integer_type_holding_a_value_beyond_its_signed_range_is_read_as_unsigned(spark, tmp_path):
+    """DTS declares types without parameters (seed 004: "mysqlType" gives no precision and the like), so a BIGINT
+    UNSIGNED arrives as 'bigint' and an INT UNSIGNED as 'int'. A value beyond the signed range shows the word left
+    out: the column takes the type of the UNSIGNED range (the silver column widens) and every value loads exactly;
+    a value beyond the signed range of a declaration with a width is still quarantined."""
+    config = source_for("canal_json", tmp_path, canal_dts_legacy_images=True)
+    types = {"id": "bigint", "big": "bigint", "n": "int", "w": "int(11)"}
+
+    def insert(es: int, id_: int, big: str, n: str, w: str = "1") -> str:
+        row = {"id": str(id_), "big": big, "n": n, "w": w}
+        return canal("INSERT", [row], es=es, table="u", mysqlType=types, sqlType={})
+
+    t0 = 1795237800000  # 2026-11-21 05:10 UTC, in ms
+    write_export(config, "u/0005.json", [insert(t0, 1, "-5", "-7")], H5)
+    hour6 = [
+        insert(t0 + 3_600_000, 2, "18446744073709551615", "4294967295"),
+        insert(t0 + 3_601_000, 3, "9223372036854775807", "2147483648"),
+        insert(t0 + 3_603_000, 5, "1", "1", w="2147483648"),  # int(11): the source said signed
+    ]
+    write_export(config, "u/0006.json", hour6, H5 + timedelta(hours=1))
+    reports = run(spark, config, [H5, H5 + timedelta(hours=1)])
+
+    assert silver_rows(config, "shop", "u") == [
+        {"id": 1, "big": Decimal(-5), "n": -7, "w": 1},
+        {"id": 2, "big": Decimal("18446744073709551615"), "n": 4294967295, "w": 1},
+        {"id": 3, "big": Decimal("9223372036854775807"), "n": 2147483648, "w": 1},
+    ]
+    parse6 = next(r for r in reports if r["step"] == "parse" and r["hour"] == "2026-11-21T06")
+    bad = "value does not match its declared type in column(s): "
+    assert parse6["quarantine_reasons"] == {f"{bad}w": 1}
+
+
 def test_paimon_schema_evolution_messages(parse_messages):
     lines = [line for n in range(1, 6) for line in lines_of(PAIMON / "schemaevolution" / f"canal-data-{n}.txt")]
 

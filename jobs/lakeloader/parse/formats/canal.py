@@ -13,11 +13,12 @@ rows are in `old`. INIT (DTS full load) is an insert. A DDL message (`isDdl` tru
 `sql` as the statement. A message is checked whole and quarantined whole (one quarantine row) when any of its
 rows is bad, so a line is never split between bronze and quarantine.
 
-Types come from `mysqlType` (lakeloader.parse.formats.mysql_types); binary values are ISO-8859-1 text (open-source
-Canal) or Base64 (OMS), per `canal_binary_encoding`. Ordering key: `es` (the change's time in ms; DTS fills only
-the seconds), then `id` (DTS: a sequence from time and log offset; open-source Canal: the batch id; 0 when
-absent). `ts` (when the message was written), `sqlType` (JDBC codes repeating `mysqlType`) and `gtid` (names a
-transaction, not an order) are not needed.
+Types come from `mysqlType` (lakeloader.parse.formats.mysql_types; a bare integer type holding a value beyond its
+signed range is read as UNSIGNED: DTS leaves the word out, `unsigned_as_values_show`); binary values are
+ISO-8859-1 text (open-source Canal) or Base64 (OMS), per `canal_binary_encoding`. Ordering key: `es` (the
+change's time in ms; DTS fills only the seconds), then `id` (DTS: a sequence from time and log offset;
+open-source Canal: the batch id; 0 when absent). `ts` (when the message was written), `sqlType` (JDBC codes
+repeating `mysqlType`) and `gtid` (names a transaction, not an order) are not needed.
 
 The batch's declarations are resolved once, from its first messages (`mysql_types.sampled_resolutions`). The
 common case (an insert, update or delete of one row whose columns are those `mysqlType` declares, in order,
@@ -160,7 +161,7 @@ def build(lines: DataFrame, source: SourceConfig, resolutions: source_types.Reso
         timestamp_of_millis(sent["es"].try_cast("bigint")).alias("event_time"),
         rows.alias("rows"),
         sent["old"].alias("old"),
-        sent["mysqlType"].alias("mysql_types"),
+        mysql_types.unsigned_as_values_show(sent["mysqlType"], sent["data"], sent["old"]).alias("mysql_types"),
     )
     names = F.array_distinct(
         F.concat(*[F.coalesce(names, F.array().cast(STRING_ARRAY)) for names in _names(F.col("rows"), F.col("old"))])

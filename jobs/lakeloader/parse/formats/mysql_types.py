@@ -60,3 +60,24 @@ def converters(binary_encoding: str) -> dict[str, Converter]:
         **ob_types.CONVERTERS,
         "binary": checked_base64 if binary_encoding == "base64" else _latin1_binary,
     }
+
+
+# the greatest value of each integer type a declaration may name bare; a MEDIUMINT's type holds its UNSIGNED range
+_SIGNED_MAX = {"tinyint": 2**7 - 1, "smallint": 2**15 - 1, "int": 2**31 - 1, "integer": 2**31 - 1, "bigint": 2**63 - 1}
+
+
+def unsigned_as_values_show(declared: Column, *images: Column) -> Column:
+    """`declared` (a message's `mysqlType`) with ' unsigned' added to each bare integer declaration ('int',
+    'bigint', no width or other word) of a column one of `images` (arrays of rows) gives a value beyond its signed
+    range: DTS declares types without their parameters (seed 004, "mysqlType": precision and the like are not
+    given), so its 'bigint' may be a BIGINT UNSIGNED, and such a value is the word it left out, not an error."""
+    limits = F.create_map(*[F.lit(v) for pair in _SIGNED_MAX.items() for v in (pair[0], str(pair[1]))])
+    empty = F.array().cast("array<map<string,string>>")
+
+    def unsigned(name: Column, declaration: Column) -> Column:
+        limit = F.element_at(limits, F.lower(F.trim(declaration))).cast("decimal(20,0)")
+        values = F.concat(*[F.transform(F.coalesce(rows, empty), lambda row: row[name]) for rows in images])
+        beyond = F.exists(values, lambda v: v.rlike("^[0-9]{1,20}$") & (v.cast("decimal(20,0)") > limit))
+        return F.when(limit.isNotNull() & beyond, F.concat(declaration, F.lit(" unsigned"))).otherwise(declaration)
+
+    return F.transform_values(declared, unsigned)
