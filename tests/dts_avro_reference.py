@@ -77,6 +77,7 @@ def flat_record(record: dict) -> dict:
         "ddl": ddl,
         "before": [flat_value(v) for v in before] if isinstance(before, list) else None,
         "after": [flat_value(v) for v in after] if isinstance(after, list) else None,
+        "pk_uk_info": record["tags"].get("pk_uk_info"),
     }
 
 

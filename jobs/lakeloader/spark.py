@@ -77,6 +77,7 @@ _DTS_RECORD = T.StructType(
         T.StructField("ddl", _S),  # the images' string branch (a DDL record's statement)
         T.StructField("before", T.ArrayType(DTS_VALUE)),
         T.StructField("after", T.ArrayType(DTS_VALUE)),
+        T.StructField("pk_uk_info", _S),  # the tag naming the table's keys: {"PRIMARY": [column], "<index>": [...]}
     ]
 )
 DTS_DECODED = T.StructType([T.StructField("decode_error", _S), T.StructField("record", _DTS_RECORD)])

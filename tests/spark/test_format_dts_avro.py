@@ -62,6 +62,7 @@ def record(
     record_id: int = 1,
     timestamp: int = T0,
     source_type: str = "MySQL",
+    tags: dict[str, str] | None = None,
 ) -> dict:
     return {
         "version": 1,
@@ -74,7 +75,7 @@ def record(
         "operation": operation,
         "objectName": object_name,
         "processTimestamps": None,
-        "tags": {},
+        "tags": tags or {},
         "fields": [{"name": name, "dataTypeNumber": number} for name, number in fields] if fields else None,
         "beforeImages": before,
         "afterImages": after,
@@ -332,6 +333,43 @@ def test_millis_counts_microseconds_as_the_dts_sdk_reads_it(parse_messages):
         "zoned": "2026-11-21 02:20:30.000123",
     }
     assert bad["reject_reason"] == "value does not match its declared type in column(s): dt"
+
+
+def test_a_time_with_negative_parts_is_a_negative_time_as_the_dts_sdk_reads_it(parse_messages):
+    """Alibaba's SDK marks a DateTime negative when any part is (DateTime.setHour and the others) and writes '-'
+    with the parts' magnitudes: MySQL's TIME '-01:02:03.5' (its range is -838:59:59 to 838:59:59). A date and time
+    with a negative part is no value."""
+    values = [
+        ("t", TIME, date_time(hour=-1, minute=-2, second=-3, millis=-500000)),
+        ("t_hour", TIME, date_time(hour=-838, minute=59, second=59)),
+        ("t_zero", TIME, date_time(hour=0, minute=0, second=-1)),
+    ]
+    dated = [("dt", DATETIME, date_time(year=2026, month=11, day=21, hour=-1, minute=2, second=3))]
+
+    row, bad = parse_messages(source(), [value_record(values), value_record(dated)])
+
+    assert row["after"] == {"t": "-01:02:03.500000", "t_hour": "-838:59:59", "t_zero": "-00:00:01"}
+    assert bad["reject_reason"] == "value does not match its declared type in column(s): dt"
+
+
+def test_the_key_is_the_primary_entry_of_the_pk_uk_info_tag_unless_one_is_configured(parse_messages):
+    """DTS names a table's keys in the record's tag pk_uk_info (as real records show: {"PRIMARY":["id"]}); its
+    unique keys key nothing (their columns may be NULL), and a configured key wins."""
+    fields, after = ORDER_FIELDS, [integer("1"), text("ann"), decimal("9.50", 10, 2)]
+
+    def tagged(info: str | None, record_id: int) -> str:
+        tags = {"thread_id": "7"} | ({} if info is None else {"pk_uk_info": info})
+        return line(record("INSERT", fields=fields, after=after, record_id=record_id, tags=tags))
+
+    infos = ['{"PRIMARY":["id"],"uk_name":["name"]}', '{"PRIMARY":["ID","Name"]}', '{"uk_name":["name"]}', "{}", None]
+    lines = [tagged(info, n) for n, info in enumerate(infos, 1)]
+
+    rows = parse_messages(source(), lines, "m.avro.b64")
+    configured = parse_messages(source(primary_keys={"shop.orders": ("name",)}), lines[:1], "c.avro.b64")
+
+    assert [r["primary_key"] for r in rows] == [["id"], ["id", "name"], None, None, None]
+    assert [r["outcome"] for r in rows] == ["data"] * 5
+    assert configured[0]["primary_key"] == ["name"]
 
 
 def test_changes_over_two_hours_land_in_silver_exactly(spark, tmp_path):

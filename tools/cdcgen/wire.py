@@ -607,7 +607,7 @@ def dts_avro(change: Change) -> list[str]:
         "operation": "DDL" if ddl else change.op.upper(),
         "objectName": change.table.qualified,
         "processTimestamps": None,
-        "tags": {},
+        "tags": {"pk_uk_info": json.dumps({"PRIMARY": list(change.table.key)})} if change.table.key else {},
         "fields": None if ddl else fields,
         "beforeImages": None if ddl else image(change.before),
         "afterImages": change.ddl if ddl else image(change.after),

@@ -150,7 +150,6 @@ FORMATS: dict[str, Format] = {  # in the order the README and the configuration'
             "lakeloader.parse.formats.dts_avro:parse",  # framed as lakeloader.parse.framing says
             binary=True,
             json=False,
-            names_key=False,
             sequence_identifies=True,
         ),
         Format("auto", "lakeloader.parse.formats.auto:parse", recognises=True),  # a configured format always wins

@@ -17,8 +17,9 @@ Ops: INSERT and INIT (full load) are inserts, UPDATE an update (both images), DE
 its statement (the images' string branch); HEARTBEAT is a heartbeat; BEGIN, COMMIT, ROLLBACK, ABORT,
 CHECKPOINT, COMMAND, FILL, FINISH, CONTROL, RDB and NOOP are control records (counted, not loaded).
 `objectName` is db.table, the table after the last dot (an OceanBase db may hold dots); a name without a
-dot names a database (DDL), and a data record needs a table. Records declare no primary key: configured
-`primary_keys` apply, else a table is keyed by all its columns.
+dot names a database (DDL), and a data record needs a table. The key is the configured one (`primary_keys`), else
+the PRIMARY entry of the record's tag `pk_uk_info` (`{"PRIMARY":["id"]}`, as DTS sends it), else a table is keyed
+by all its columns.
 
 Types. For MySQL sources (sourceType MySQL or DRDS) `dataTypeNumber` is the MySQL protocol's column type, read
 as the MySQL declaration it stands for and typed by lakeloader.parse.formats.mysql_types. Signedness is not sent, so
@@ -77,6 +78,7 @@ from lakeloader.parse.formats.common import (
     finish,
     integer_text,
     jvm_reading,
+    key_as_in_image,
     let,
     listing,
     parsed_with_common_case,
@@ -222,7 +224,8 @@ def build(
         table.alias("table"),
         record["object_name"].alias("object_name"),
         F.when(kind == C.DDL, record["ddl"]).alias("ddl"),
-        F.element_at(configured_map(source.primary_keys, "array<string>"), qualified(db, table)).alias("primary_key"),
+        F.element_at(configured_map(source.primary_keys, "array<string>"), qualified(db, table)).alias("configured"),
+        record["pk_uk_info"].alias("pk_uk_info"),
         integer_text(record["id"]).alias("seq"),
         timestamp_of_seconds(record["source_timestamp"].try_cast("bigint")).alias("event_time"),
         F.when(kind == C.DATA, record["fields"]).alias("fields"),
@@ -243,6 +246,8 @@ def build(
             "raw_after": _raw_image(names, F.col("after_values")),
         }
     ).drop("declared")
+    frame = frame.withColumn("primary_key", _key(F.col("configured"), F.col("pk_uk_info")))
+    frame = frame.drop("configured", "pk_uk_info")
     frame = with_configured_types(_with_batch_types(frame, resolve, taken), source.column_types)
     frame = with_canonical_images(
         frame, mysql_types.converters(BINARY_ENCODING) | mysql_types.configured(BINARY_ENCODING, source.column_types)
@@ -475,15 +480,19 @@ def _value_text(value: Column) -> Column:
 
 def _date_time_text(value: Column) -> Column:
     """'yyyy-MM-dd HH:mm:ss[.SSSSSS]', or the date, the time or the year alone: the parts that are set. A
-    fraction (`millis`, microseconds) outside 0-999999 makes text no type reads (the value does not match)."""
+    fraction (`millis`, microseconds) outside 0-999999 makes text no type reads (the value does not match). A
+    negative part makes the value negative, as Alibaba's SDK reads it (`DateTime.setHour` and the others: '-'
+    and the parts' magnitudes): a MySQL TIME such as '-01:02:03'; a date and time cannot be negative."""
     date = F.format_string("%04d-%02d-%02d", value["year"], value["month"], value["day"])
-    micros = value["millis"]
+    hour, minute, second, micros = (value[part] for part in ("hour", "minute", "second", "millis"))
+    negative = (hour < 0) | (minute < 0) | (second < 0) | (F.coalesce(micros, F.lit(0)) < 0)
     fraction = (
         F.when(micros.isNull(), F.lit(""))
-        .when(micros.between(0, 999_999), F.format_string(".%06d", micros))
+        .when(F.abs(micros) <= 999_999, F.format_string(".%06d", F.abs(micros)))
         .otherwise(F.lit(".out of range"))
     )
-    time = F.concat(F.format_string("%02d:%02d:%02d", value["hour"], value["minute"], value["second"]), fraction)
+    clock = F.format_string("%02d:%02d:%02d", F.abs(hour), F.abs(minute), F.abs(second))
+    time = F.concat(F.when(negative, F.lit("-")).otherwise(F.lit("")), clock, fraction)
     has_date, has_time = value["month"].isNotNull(), value["hour"].isNotNull()
     return (
         F.when(has_date & has_time, F.concat_ws(" ", date, time))
@@ -499,6 +508,15 @@ def _zoned_text(value: Column) -> Column:
     offset = zone.rlike(r"^[+-][0-9]{2}:[0-9]{2}$")
     local = F.concat(_date_time_text(value), F.when(offset, zone).otherwise(F.concat(F.lit(" "), zone)))
     return timestamp_text(local.try_cast("timestamp"))
+
+
+def _key(configured: Column, pk_uk_info: Column) -> Column:
+    """The configured key, else the PRIMARY entry of the record's tag `pk_uk_info` (`{"PRIMARY":["id"]}`; DTS
+    names unique keys there too, which do not key a table: their columns may be NULL), its columns as the
+    images spell them (MySQL's names ignore case). A tag that is no such object names no key."""
+    primary = F.from_json(pk_uk_info, "map<string,array<string>>")["PRIMARY"]
+    named = F.when(F.size(primary) > 0, key_as_in_image(primary, F.col("raw_after"), F.col("raw_before")))
+    return F.coalesce(configured, named)
 
 
 def _count_check(image: str, values: Column) -> tuple[Column, Column]:

@@ -4,6 +4,8 @@ import static lakeloader.jvm.CommonCase.texts;
 import static lakeloader.jvm.CommonCase.textLists;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
 import java.time.DateTimeException;
 import java.time.LocalDate;
 import java.time.LocalDateTime;
@@ -42,8 +44,9 @@ import org.apache.spark.sql.api.java.UDF2;
  * reject, are not the common case, so this class never decides a rejection.
  *
  * <p>The result (lakeloader.spark's DTS_COMMON_CASE) holds the op as sent and canonical, db and table, `id` and
- * `sourceTimestamp` as the longs they were sent as, the images as canonical text, the configured
- * key, the fields' names, Spark types and declarations (the parser's batch types read the declarations).
+ * `sourceTimestamp` as the longs they were sent as, the images as canonical text, the key (the configured one, else
+ * the PRIMARY entry of the record's tag `pk_uk_info`, `{"PRIMARY":["id"],"uk_code":["code"]}`, when the image names
+ * each of its columns as spelt; a tag that is no such object is not the common case), the fields' names, Spark types and declarations (the parser's batch types read the declarations).
  * tests/spark/test_format_dts_avro_common_case.py holds its rows equal to the Spark SQL parser's.
  *
  * <p>The second argument is the parser's settings as JSON: {"column_types": {"db.table": {"column": "spark type"}},
@@ -64,7 +67,7 @@ public final class DtsMessages implements UDF2<String, String, Row> {
 
     /** The flat record's fields (lakeloader.spark's DTS_DECODED record) and an image value's. */
     private static final int ID = 0, SOURCE_TIMESTAMP = 1, SOURCE_TYPE = 2, OPERATION = 3, OBJECT_NAME = 4,
-            FIELDS = 5, BEFORE = 7, AFTER = 8;
+            FIELDS = 5, BEFORE = 7, AFTER = 8, PK_UK_INFO = 9;
 
     private static final int BRANCH = 0, VALUE = 1, BYTES = 2, TEXT = 3, CHARSET = 4, PRECISION = 7, SCALE = 8,
             YEAR = 9, MONTH = 10, DAY = 11, HOUR = 12, MINUTE = 13, SECOND = 14, MILLIS = 15;
@@ -74,6 +77,8 @@ public final class DtsMessages implements UDF2<String, String, Row> {
             DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSSSSS", Locale.US);
 
     private static final Set<String> MYSQL_SOURCES = Set.of("MySQL", "DRDS");
+
+    private static final ObjectMapper MAPPER = new ObjectMapper();
 
     /** Type numbers whose declaration a value decides ((NEW)DECIMAL, BIT, text or bytes, GEOMETRY). */
     private static final Set<Integer> VALUE_TYPED =
@@ -157,10 +162,44 @@ public final class DtsMessages implements UDF2<String, String, Row> {
         Map<String, String> beforeImage = image(before, names, types, settings.utc());
         Map<String, String> afterImage = image(after, names, types, settings.utc());
         String[] key = settings.primaryKeys().get(db + "." + table);
+        if (key == null) {
+            key = primaryKey(record.getString(PK_UK_INFO));
+        }
         ConfiguredImages.requireKey(key, afterImage != null ? afterImage : beforeImage);
         CommonCase.requireStorableNames(names, beforeImage, afterImage);
         return RowFactory.create(operation, op, db, table, longField(record, ID), longField(record, SOURCE_TIMESTAMP),
                 beforeImage, afterImage, key, names, types, declarations);
+    }
+
+    /** The PRIMARY key a record's `pk_uk_info` tag names (null: no tag, or no PRIMARY entry, or an empty one). */
+    private static String[] primaryKey(String pkUkInfo) throws NotCommon {
+        if (pkUkInfo == null) {
+            return null;
+        }
+        JsonNode keys;
+        try {
+            keys = MAPPER.readTree(pkUkInfo);
+        } catch (IOException e) {
+            throw NotCommon.INSTANCE;
+        }
+        if (keys == null || !keys.isObject()) {
+            throw NotCommon.INSTANCE;
+        }
+        JsonNode primary = keys.get("PRIMARY");
+        if (primary == null || primary.isNull()) {
+            return null;
+        }
+        if (!primary.isArray()) {
+            throw NotCommon.INSTANCE;
+        }
+        String[] columns = new String[primary.size()];
+        for (int i = 0; i < columns.length; i++) {
+            if (!primary.get(i).isTextual()) {
+                throw NotCommon.INSTANCE;
+            }
+            columns[i] = primary.get(i).asText();
+        }
+        return columns.length == 0 ? null : columns;
     }
 
     /** One of the record's Avro longs, which DtsRecords always gives, as their decimal text. */

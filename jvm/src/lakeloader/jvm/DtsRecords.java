@@ -166,9 +166,14 @@ public final class DtsRecords implements UDF1<String, Row> {
             if (readIndex(2, "processTimestamps") == 1) {
                 readBlocks(this::readLong);
             }
-            readBlocks(() -> { // tags: map<string>
-                readString();
-                return readString();
+            String[] primaryAndUnique = {null};
+            readBlocks(() -> { // tags: map<string>; pk_uk_info names the table's keys
+                String tag = readString();
+                String value = readString();
+                if (tag.equals("pk_uk_info")) {
+                    primaryAndUnique[0] = value;
+                }
+                return value;
             });
             Object fields = null;
             int fieldsBranch = readIndex(3, "fields");
@@ -182,7 +187,7 @@ public final class DtsRecords implements UDF1<String, Row> {
             Object ddl = after instanceof String ? after : before instanceof String ? before : null;
             return RowFactory.create(
                 Long.toString(id), Long.toString(sourceTimestamp), sourceType, operation, objectName, fields, ddl,
-                before instanceof List ? before : null, after instanceof List ? after : null);
+                before instanceof List ? before : null, after instanceof List ? after : null, primaryAndUnique[0]);
         }
 
         /** An image: null, a string (a DDL record's statement) or the list of its values. */
