@@ -119,6 +119,21 @@ def test_a_random_stream_and_every_column_type_load_to_the_model_over_shuffled_h
     assert_typed(source, fmt, typed_rows)
 
 
+@pytest.mark.parametrize("fmt", [name for name, f in FORMATS.items() if f.ddl and not f.unkeyed_ddl])
+def test_formats_whose_ddl_is_never_placed_in_its_file_send_no_second_key(spark, tmp_path, fmt):
+    """The registry's `unkeyed_ddl` False spares apply the query placing a DDL message without its key
+    (lakeloader.apply.ddl.events): it holds where no message, DDL or data, has a second key part."""
+    rng, typed_rng = random.Random(f"oracle-{fmt}"), random.Random(f"typed-{fmt}")
+    tables, changes, _model, _typed_changes, _typed_rows = streams(rng, typed_rng, fmt)
+    source = source_for(fmt, tmp_path, **wire.settings(fmt, tables))
+    export_shuffled(rng, fmt, source, changes, tables, HOURS[:1])
+
+    rows = parsed_rows(spark, source, sorted(Path(source.export_uri).rglob("*.json")))
+
+    assert {row["outcome"] for row in rows} == {"data", "ddl"}
+    assert {row["seq2"] for row in rows} == {0}
+
+
 @pytest.mark.parametrize("fmt", sorted(set(wire.WRITERS) - set(FULLY_LOADED)))
 def test_each_other_format_parses_the_streams_to_their_changes_in_true_order_and_loads_them(spark, tmp_path, fmt):
     """The parse contract (tests/parse_contract.py): the random stream's exports, shuffled with re-deliveries

@@ -78,6 +78,7 @@ from lakeloader.apply.table_identity import TableId, per_table, table_id, table_
 from lakeloader.apply.typed_change_sets import CollectedChangeSets, Typing, segment_rows, typed_change_set
 from lakeloader.core import zones
 from lakeloader.core.config import SourceConfig
+from lakeloader.core.format_registry import FORMATS
 from lakeloader.core.lake_index import record_names
 from lakeloader.core.lock import writes_source
 from lakeloader.core.storage import Store, open_store
@@ -166,7 +167,8 @@ def apply_changes(
     per-table counts and DDL outcomes."""
     loaded_at = datetime.now(UTC).replace(microsecond=0)
     commit_info = {"lakeloader.source": source.name, "lakeloader.step": "apply", **commit_info}
-    events = ddl_events(bronze, source.source_dialect, source.unqualified_schemas)
+    unkeyed = FORMATS[source.format].unkeyed_ddl
+    events = ddl_events(bronze, source.source_dialect, source.unqualified_schemas, unkeyed)
     events = [e for e in events if source.includes(e.db, e.table)]
     if source.lower_case_table_names:  # the table a statement names, as the data names it (parse folds those)
         for event in events:

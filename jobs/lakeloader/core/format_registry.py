@@ -60,6 +60,9 @@ class Format:
     # the format's documents define the sequence as unique per record (an update's halves share it and differ by
     # op): the sequence identifies a message, also re-delivered in another file (docs/semantics.md)
     sequence_identifies: bool = False
+    # a DDL message may lack the ordering key (or its second part) that the data messages carry, so it takes its
+    # place in its file (lakeloader.apply.ddl.events): False where the key's second part is never sent
+    unkeyed_ddl: bool = True
     partial_images: bool = False  # an update's after-image may hold only the columns it changed (folded in apply)
     options: tuple[str, ...] = ()  # optional settings only this format uses
     shapes: tuple[Shape, ...] = ()  # how `format: auto` recognises its messages (none: never recognised)
@@ -78,6 +81,7 @@ FORMATS: dict[str, Format] = {  # in the order the README and the configuration'
             "dataworks_json",
             "lakeloader.parse.formats.dataworks:parse",
             sequence_identifies=True,
+            unkeyed_ddl=False,
             shapes=(Shape(3, keys=("payload", "schema"), payload_keys=("op", "sequenceId")),),
         ),
         Format(
@@ -151,6 +155,7 @@ FORMATS: dict[str, Format] = {  # in the order the README and the configuration'
             binary=True,
             json=False,
             sequence_identifies=True,
+            unkeyed_ddl=False,
         ),
         Format("auto", "lakeloader.parse.formats.auto:parse", recognises=True),  # a configured format always wins
     )

@@ -46,10 +46,13 @@ class DdlEvent:
         return (self.seq, self.seq2, self.origin_file, self.origin_line, self.origin_index)
 
 
-def ddl_events(bronze: DataFrame, dialect: str, unqualified_schemas: Sequence[str] = ()) -> list[DdlEvent]:
+def ddl_events(
+    bronze: DataFrame, dialect: str, unqualified_schemas: Sequence[str] = (), unkeyed: bool = True
+) -> list[DdlEvent]:
     """The batch's DDL messages, parsed, each attributed to the table its statement names (else the
     message's table), in sequence order; the statement's names read in the message's database
-    (`in_message_database`)."""
+    (`in_message_database`). `unkeyed`: the format's DDL messages may lack their ordering key
+    (`_placed_in_file`)."""
     rows = (
         bronze.where(F.col("kind") == C.DDL)
         .select(
@@ -57,7 +60,7 @@ def ddl_events(bronze: DataFrame, dialect: str, unqualified_schemas: Sequence[st
         )
         .collect()
     )
-    placed = _placed_in_file(bronze, rows)
+    placed = _placed_in_file(bronze, rows) if unkeyed else {}
     events = []
     for r in rows:
         parsed = _statement(r["ddl"], r["raw_op"], r["db"], r["table"], dialect)
