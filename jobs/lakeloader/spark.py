@@ -45,8 +45,9 @@ CACHED = StorageLevel.MEMORY_AND_DISK_DESER
 EXACT_NUMBERS = "lakeloader_exact_numbers"  # JSON text with its numbers quoted (lakeloader.parse.formats.common)
 # JSON text -> why it is no single message though the JSON reader reads one (a name twice, text after it), or NULL
 JSON_PROBLEM = "lakeloader_json_problem"
-# a message's bytes -> hex of its first control character JSON forbids unescaped (lakeloader.parse.framing)
-FIRST_CONTROL_CHARACTER = "lakeloader_first_control_character"
+# a message's bytes -> why they cannot be the JSON text they spell: a control character JSON forbids unescaped,
+# a lone surrogate escape (lakeloader.parse.framing), or NULL
+JSON_TEXT_PROBLEM = "lakeloader_json_text_problem"
 # a message's bytes -> whether they are valid UTF-8, as `is_valid_utf8` decides, faster on ASCII (parse.framing)
 VALID_UTF8 = "lakeloader_valid_utf8"
 # epoch text and the fraction digits that make a microsecond -> microseconds (lakeloader.parse.formats.common)
@@ -194,7 +195,7 @@ SHAREPLEX_COMMON_CASE = T.StructType(
 JVM_FUNCTIONS: dict[str, tuple[str, T.DataType]] = {
     EXACT_NUMBERS: ("lakeloader.jvm.ExactNumbers", T.StringType()),
     JSON_PROBLEM: ("lakeloader.jvm.JsonProblems", T.StringType()),
-    FIRST_CONTROL_CHARACTER: ("lakeloader.jvm.FirstControlCharacter", T.StringType()),
+    JSON_TEXT_PROBLEM: ("lakeloader.jvm.JsonTextProblem", T.StringType()),
     VALID_UTF8: ("lakeloader.jvm.ValidUtf8", T.BooleanType()),
     EPOCH_MICROS: ("lakeloader.jvm.EpochMicros", T.LongType()),
     DTS_RECORD: ("lakeloader.jvm.DtsRecords", DTS_DECODED),

@@ -20,6 +20,7 @@ from format_support import report, run, source_for, write_export, write_export_f
 from lakeloader.audit.reconcile import compare, silver_frame
 from lakeloader.cli.source_summary import collect
 from lakeloader.core import zones
+from lakeloader.core.format_registry import FORMATS
 from lakeloader.core.lake_index import silver_table_ids
 from lakeloader.core.storage import LocalStore
 from lakeloader.engine.deltars import DeltaRsEngine
@@ -338,6 +339,26 @@ def test_an_empty_column_name_and_a_string_in_single_quotes_are_quarantined(pars
     assert [r["reject_reason"] for r in rows] == [None] * len(plain) + [empty_name] * len(nameless) + [
         "malformed JSON: not a JSON object"
     ] * len(quoted)
+
+
+@pytest.mark.parametrize("fmt", [f for f in wire.WRITERS if FORMATS[f].json])
+def test_an_escaped_lone_surrogate_is_quarantined_and_an_escaped_pair_loads(parse_messages, fmt) -> None:
+    # JSON readers turn "\ud800" alone into '?' (a value changed without a word); no database's UTF-8 text holds
+    # one. A pair (an emoji as ASCII-only writers escape it) is one character
+    change = wire.Change(wire.ITEMS, wire.INSERT, 1, None, {"id": 1, "name": "abc", "qty": 1})
+    plain = wire.WRITERS[fmt](change)
+    pair = [line.replace('"abc"', '"a\\ud83d\\ude00c"') for line in plain]
+    lone = [line.replace('"abc"', '"a\\ud800c"') for line in plain]
+    low = [line.replace('"abc"', '"a\\uDC00c"') for line in plain]
+    source = source_for(fmt, **wire.settings(fmt, (wire.ITEMS,)))
+
+    rows = parse_messages(source, pair + lone + low, f"{wire.ITEMS.name}-topic/0/000001.json")
+
+    reason = "message holds an escaped UTF-16 surrogate that is not half of a pair: "
+    assert [r["reject_reason"] for r in rows] == [None] * len(pair) + [reason + "\\ud800"] * len(lone) + [
+        reason + "\\uDC00"
+    ] * len(low)
+    assert {r["after"]["name"] for r in rows[: len(pair)] if r["after"]} == {"a\U0001f600c"}
 
 
 @pytest.mark.parametrize("fmt", [f for f in wire.WRITERS if f != "dts_avro"])

@@ -5,11 +5,12 @@ matter, so a change to either side's rules shows up."""
 from __future__ import annotations
 
 import random
+import re
 
 from pyspark.sql import functions as F
 
 from lakeloader.parse.formats.common import epoch_micros, exact_numbers
-from lakeloader.spark import FIRST_CONTROL_CHARACTER, JSON_PROBLEM, JVM_FUNCTIONS, VALID_UTF8
+from lakeloader.spark import JSON_PROBLEM, JSON_TEXT_PROBLEM, JVM_FUNCTIONS, VALID_UTF8
 
 # The regular expression that quoted the numbers before ExactNumbers did (5-7 times slower). Each match consumes,
 # possessively, everything up to the next number (whole string tokens included), then the number, which the
@@ -31,7 +32,7 @@ _JSON_PIECES = [
     '\\"',
     "00",
 ]
-# The regular expression that found the control characters JSON forbids unescaped before FirstControlCharacter did:
+# The regular expression that found the control characters JSON forbids unescaped before JsonTextProblem did:
 # bytes 0x00-0x1F other than tab, line feed and carriage return (JSON's whitespace)
 _CONTROL = "[\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F]"
 # The Spark SQL expressions epoch_micros was before EpochMicros (each part cut by its own match of the pattern)
@@ -64,14 +65,52 @@ def test_the_jvm_control_character_equals_the_regular_expression_it_replaced_on_
     # few pieces per text, so that many texts hold no control character
     texts = [t[:3] if t is not None and i % 2 else t for i, t in enumerate(random_texts(_TEXT_PIECES, 23))]
     frame = spark.createDataFrame([(t,) for t in texts], "v string")
-    regex = F.when(F.col("v").rlike(_CONTROL), F.hex(F.regexp_extract("v", f"({_CONTROL})", 1)))
+    control = F.hex(F.regexp_extract("v", f"({_CONTROL})", 1))
+    regex = F.when(F.col("v").rlike(_CONTROL), F.format_string(f"{CONTROL}%s)", control))
     found = frame.select(
-        "v", F.call_function(FIRST_CONTROL_CHARACTER, F.col("v").cast("binary")).alias("jvm"), regex.alias("regex")
+        "v", F.call_function(JSON_TEXT_PROBLEM, F.col("v").cast("binary")).alias("jvm"), regex.alias("regex")
     )
     differ = found.where(~F.col("jvm").eqNullSafe(F.col("regex"))).limit(5).collect()
     assert differ == []
     counts = found.groupBy(F.col("jvm").isNull().alias("none")).count().collect()
     assert all(row["count"] > 1_000 for row in counts) and len(counts) == 2  # both outcomes well represented
+
+
+CONTROL = "message holds a control character JSON does not allow unescaped (byte 0x"
+LONE_SURROGATE = "message holds an escaped UTF-16 surrogate that is not half of a pair: "
+_ESCAPE_PIECES = ["a", '"', "\\", "\\\\", "\\n", "\\u0041", "\\ud83d", "\\ude00", "\\uDBFF", "\\uDC00", "\\ud8", "é"]
+
+
+def lone_surrogate(text: str) -> str | None:
+    """The first escape of a UTF-16 surrogate that is not half of a pair, as JSON's grammar reads the escapes: one
+    escape after another, a high half (D800-DBFF) paired only by a low half (DC00-DFFF) right after it."""
+    escapes = [(m.start(), m.group(1)) for m in re.finditer(r"\\(u[0-9a-fA-F]{4}|.)", text, re.DOTALL)]
+    pending = None
+    for start, escape in escapes:
+        unit = int(escape[1:], 16) if escape.startswith("u") and len(escape) == 5 else None
+        if pending is not None:
+            paired = unit is not None and 0xDC00 <= unit <= 0xDFFF and start == pending[0] + 6
+            if not paired:
+                return pending[1]
+            pending, unit = None, None
+            continue
+        if unit is not None and 0xD800 <= unit <= 0xDBFF:
+            pending = (start, "\\" + escape)
+        elif unit is not None and 0xDC00 <= unit <= 0xDFFF:
+            return "\\" + escape
+    return None if pending is None else pending[1]
+
+
+def test_the_jvm_finds_each_lone_surrogate_escape_as_json_reads_escapes_on_random_text(spark):
+    texts = random_texts(_ESCAPE_PIECES, 29, 20_000)
+    frame = spark.createDataFrame([(t,) for t in texts], "v string")
+    found = frame.select("v", F.call_function(JSON_TEXT_PROBLEM, F.col("v").cast("binary")).alias("jvm")).collect()
+
+    lone = [None if r["v"] is None else lone_surrogate(r["v"]) for r in found]
+    expected = [None if escape is None else LONE_SURROGATE + escape for escape in lone]
+    differ = [(r["v"], r["jvm"], e) for r, e in zip(found, expected, strict=True) if r["jvm"] != e]
+    assert differ[:5] == []
+    assert 1_000 < sum(e is None for e in expected) < 19_000  # both outcomes well represented
 
 
 # bytes of valid characters of every length, and every kind of invalid sequence: a lone continuation byte, a lead

@@ -34,8 +34,9 @@ message at line 1 with the reason.
 Every message then passes `guarded`, before any parser sees it: a message longer than the source's
 `max_message_bytes` is quarantined as too large with its size, its text dropped unparsed (its length is the
 JVM's count of the bytes read: no regex or JSON work touches it); a message whose bytes are not valid UTF-8,
-or (JSON formats) that holds a control character JSON does not allow unescaped (a NUL, ...), is quarantined
-with that reason. Spark's text reader keeps a line's bytes as read, so the quarantine stores them exactly
+or (JSON formats) that holds a control character JSON does not allow unescaped (a NUL, ...) or an escaped UTF-16
+surrogate that is not half of a pair (`\\ud800` alone, which JSON readers turn into '?'), is quarantined with
+that reason. Spark's text reader keeps a line's bytes as read, so the quarantine stores them exactly
 (`message_bytes`). With `lines` the size limit holds before anything reads a message's content; `concatenated`
 and `kcat` first group lines or unwrap envelopes, which reads each line whole.
 
@@ -59,7 +60,7 @@ from lakeloader.land.step import RawFiles
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats.common import MESSAGE_BYTES, REJECT_REASON, TOMBSTONE, UNWRAP_ERROR, base64_text
 from lakeloader.parse.numbered_lines import export_name, file_keys, read_numbered_lines
-from lakeloader.spark import FIRST_CONTROL_CHARACTER, VALID_UTF8
+from lakeloader.spark import JSON_TEXT_PROBLEM, VALID_UTF8
 
 LINES, CONCATENATED, KCAT = "lines", "concatenated", "kcat"
 LENGTH_PREFIXED_SUFFIXES = (".bin", ".bin" + GZIP_SUFFIX)
@@ -155,7 +156,6 @@ def with_offsets_of_file_names(messages: DataFrame, layout: str) -> DataFrame:
 
 TOO_LARGE = "message too large: {} bytes (max_message_bytes {})"
 NOT_UTF8 = "message is not valid UTF-8 text"
-CONTROL_CHARACTER = "message holds a control character JSON does not allow unescaped (byte 0x{})"
 
 
 def guarded(messages: DataFrame, max_bytes: int, json_text: bool = True) -> DataFrame:
@@ -169,8 +169,8 @@ def guarded(messages: DataFrame, max_bytes: int, json_text: bool = True) -> Data
         ~valid, F.lit(NOT_UTF8)
     )
     if json_text:
-        control = F.call_function(FIRST_CONTROL_CHARACTER, text.cast("binary"))  # a byte scan in the JVM
-        problem = problem.when(control.isNotNull(), F.format_string(CONTROL_CHARACTER.replace("{}", "%s"), control))
+        found = F.call_function(JSON_TEXT_PROBLEM, text.cast("binary"))  # a byte scan in the JVM
+        problem = problem.when(found.isNotNull(), found)
     return messages.withColumns(
         {
             UNWRAP_ERROR: F.coalesce(F.col(UNWRAP_ERROR), problem),
