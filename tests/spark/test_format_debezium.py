@@ -176,6 +176,23 @@ def test_real_debezium_message_keeps_every_value_exact(parse_messages):
     assert len(types) == len(values) == 78
 
 
+def test_changes_of_one_second_across_a_binlog_rotation_keep_their_order(spark, tmp_path):
+    """MySQL's binlog positions restart in each file: an update of the row at offset 154 of mysql-bin.000004 comes
+    after one at offset 1073741000 of mysql-bin.000003, both within one second (MySQL's `ts_ms` has seconds)."""
+    config = source_for("debezium_json", tmp_path, primary_keys={"shop.orders": ("id",)})
+    row = {"id": 1, "price": 1.0, "name": "a", "sold_at": 1795237800123, "day": 20778, "at": 1, "photo": None}
+    lines = [
+        debezium("c", None, row, ts_ms=1795237799000, file="mysql-bin.000003", pos=1073740000),
+        debezium("u", row, row | {"name": "b"}, file="mysql-bin.000003", pos=1073741000),
+        debezium("u", row | {"name": "b"}, row | {"name": "c"}, file="mysql-bin.000004", pos=154),
+    ]
+    write_export(config, "orders/0.json", lines[::-1])  # in any export order
+
+    run(spark, config)
+
+    assert [r["name"] for r in silver_rows(config, "shop", "orders")] == ["c"]
+
+
 def test_every_op_and_position(parse_messages):
     row = {
         "id": 1,
@@ -201,7 +218,7 @@ def test_every_op_and_position(parse_messages):
     assert [(r["kind"], r["op"], r["seq"], r["seq2"]) for r in rows] == [
         ("data", "INSERT", 0, 0),
         ("data", "UPDATE_AFTER", 1795237800000, 4711),
-        ("data", "UPDATE", 1795237800000, 4712),
+        ("data", "UPDATE", 1795237800000, 3 * 10**10 + 4712),  # mysql-bin.000003's offset 4712
         ("data", "DELETE", 1795237800000, 0),
         ("ddl", "TRUNCATE", 1795237800000, 0),
         ("control", "m", 1795237800000, 0),

@@ -96,6 +96,7 @@ def _event(rng: random.Random, seq: int) -> dict:
         "db": "shop",
         "table": table,
         "pos": rng.choice([seq, f"{seq}@1700000000", None]),
+        "file": rng.choice(["mysql-bin.000003", "mysql-bin.000004", "binlog.123456789", "mysql-bin", None]),
     }
     if rng.random() < 0.1:
         source["schema"] = rng.choice([None, "public", "shop", ""])

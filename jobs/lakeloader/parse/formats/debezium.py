@@ -27,7 +27,8 @@ that number, not as Base64.
 
 Ordering key: `source.ts_ms` (when the source changed the row; OMS full-load rows carry 0 and sort first,
 falling back to the message's `ts_ms` when absent), then `source.pos` when it is a plain number (a binlog
-offset; OMS writes `offset@time`, then 0), then the export position.
+offset, after the number of its binlog `source.file`; OMS writes `offset@time`, then 0), then the export
+position.
 """
 
 from __future__ import annotations
@@ -390,7 +391,7 @@ def parse_event(
         F.when(kind == C.DATA, payload["before"]).alias("raw_before"),
         F.when(kind == C.DATA, payload["after"]).alias("raw_after"),
         integer_text(changed_at).alias("seq"),
-        F.coalesce(_log_position(origin["pos"]), F.lit(0)).alias("seq2"),
+        F.coalesce(_log_position(origin["pos"], origin["file"]), F.lit(0)).alias("seq2"),
         _event_time(F.when(kind == C.HEARTBEAT, changed_at).otherwise(origin["ts_ms"])).alias("event_time"),
         _row_fields(schema).alias("row_fields"),
         F.when(origin["name"] == "OMS", F.lit("hex")).otherwise(F.lit("base64")).alias("bytes_encoding"),
@@ -420,11 +421,21 @@ def _event_time(millis: Column) -> Column:
     return timestamp_of_millis(F.nullif(millis.try_cast("bigint"), F.lit(0)))
 
 
-def _log_position(pos: Column) -> Column:
+# the number a MySQL binlog file's name ends with (`mysql-bin.000004`); positions restart in each file
+BINLOG_NUMBER = r"\.(\d{1,8})$"
+_FILE_SPAN = 10**10  # above any binlog position (a 4-byte offset)
+
+
+def _log_position(pos: Column, file: Column) -> Column:
     """The position that orders changes of one `ts_ms`: Debezium's `pos` when a plain number, OMS's
-    `<offset>@<seconds>` by its offset (NULL otherwise)."""
+    `<offset>@<seconds>` by its offset (NULL otherwise), after the number of the binlog `file` it is in when the
+    name ends in one (4 * 10^10 + offset in `mysql-bin.000004`): a MySQL binlog's positions restart in each file,
+    so changes of one second on both sides of a rotation would otherwise sort the new file's first."""
     offset = F.regexp_extract(pos, r"^(\d{1,30})(@\d{1,20})?$", 1)
-    return F.when(offset != "", integer_text(offset))
+    at = F.when(offset != "", integer_text(offset))
+    number = F.regexp_extract(file, BINLOG_NUMBER, 1)
+    in_file = number.cast("bigint") * F.lit(_FILE_SPAN) + at.cast("bigint")  # at most 10^18 + 10^10
+    return F.when((number != "") & (at < _FILE_SPAN), in_file.cast(C.SEQ_TYPE)).otherwise(at)
 
 
 def _row_fields(schema: Column) -> Column:

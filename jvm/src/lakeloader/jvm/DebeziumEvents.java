@@ -30,7 +30,8 @@ import org.apache.spark.sql.api.java.UDF2;
  *
  * <p>The result (lakeloader.spark's DEBEZIUM_COMMON_CASE) holds the event's fields as that parser would produce
  * them: the op as sent and canonical, the db and table, `source.ts_ms` as sent (the parser's own expression reads
- * it), the sequence (`source.ts_ms`, else the event's `ts_ms`) and the log position (`source.pos`, 0 for none) as
+ * it), the sequence (`source.ts_ms`, else the event's `ts_ms`) and the log position (`source.pos`, 0 for none,
+ * after the number of its binlog `source.file`) as
  * numbers (read here as the parser's expressions read them, which match each row's texts with regular
  * expressions), the images as canonical text, the configured key and the columns with their Spark types
  * (configured, else declared, else string). A message is taken only when every check of that parser passes and
@@ -49,6 +50,11 @@ import org.apache.spark.sql.api.java.UDF2;
 public final class DebeziumEvents implements UDF2<String, String, Row> {
     /** debezium._log_position's pattern. */
     private static final Pattern LOG_POSITION = Pattern.compile("^(\\d{1,30})(@\\d{1,20})?$");
+
+    /** debezium.BINLOG_NUMBER: the number a MySQL binlog file's name ends with; positions restart in each file. */
+    private static final Pattern BINLOG_NUMBER = Pattern.compile("\\.(\\d{1,8})$");
+
+    private static final long FILE_SPAN = 10_000_000_000L;
 
     private static final long serialVersionUID = 1L;
 
@@ -70,6 +76,7 @@ public final class DebeziumEvents implements UDF2<String, String, Row> {
         String table;
         String sourceTime;
         String position;
+        String file;
         String time;
         List<String[]> before;
         List<String[]> after;
@@ -232,7 +239,8 @@ public final class DebeziumEvents implements UDF2<String, String, Row> {
                 case "table" -> e.table = scalar(p, token);
                 case "ts_ms" -> e.sourceTime = scalar(p, token);
                 case "pos" -> e.position = scalar(p, token);
-                case "version", "connector", "name", "file" -> scalar(p, token);
+                case "file" -> e.file = scalar(p, token);
+                case "version", "connector", "name" -> scalar(p, token);
                 default -> p.skipChildren();
             }
         });
@@ -246,7 +254,7 @@ public final class DebeziumEvents implements UDF2<String, String, Row> {
             throw NotCommon.INSTANCE;
         }
         long seq = CommonCase.plainLong(time);
-        long seq2 = logPosition(e.position);
+        long seq2 = logPosition(e.position, e.file);
         boolean needsAfter = op.equals("INSERT") || op.equals("UPDATE");
         boolean needsBefore = op.equals("DELETE") || op.equals("UPDATE");
         if ((needsAfter && e.after == null) || (needsBefore && e.before == null)) {
@@ -273,10 +281,18 @@ public final class DebeziumEvents implements UDF2<String, String, Row> {
 
     /**
      * debezium._log_position, 0 for none: `pos` when a plain number, OMS's `<offset>@<seconds>` by its offset (the
-     * same pattern, found as Spark finds it). An offset of more than 18 digits is not the common case.
+     * same pattern, found as Spark finds it), after the number of the binlog file it is in (`mysql-bin.000004`:
+     * 4 * 10^10 + offset) when `file` ends in one of at most 8 digits and the offset is below 10^10. An offset of
+     * more than 18 digits is not the common case.
      */
-    private static long logPosition(String position) throws NotCommon {
+    private static long logPosition(String position, String file) throws NotCommon {
         Matcher offset = position == null ? null : LOG_POSITION.matcher(position);
-        return offset == null || !offset.find() ? 0 : CommonCase.plainLong(offset.group(1));
+        if (offset == null || !offset.find()) {
+            return 0;
+        }
+        long at = CommonCase.plainLong(offset.group(1));
+        Matcher numbered = file == null ? null : BINLOG_NUMBER.matcher(file);
+        return numbered != null && numbered.find() && at < FILE_SPAN
+                ? Long.parseLong(numbered.group(1)) * FILE_SPAN + at : at;
     }
 }
