@@ -201,6 +201,49 @@ def test_a_bare_integer_type_holding_a_value_beyond_its_signed_range_is_read_as_
     assert parse6["quarantine_reasons"] == {f"{bad}w": 1}
 
 
+def test_ddl_sharing_its_second_with_changes_takes_effect_between_those_sent_before_and_after_it(spark, tmp_path):
+    """Canal's `es` has the binlog's seconds, and a batch's messages share their `id`, so a statement and the
+    changes around it tie on (es, id): it takes effect at its place in the export, also across an hour's end and
+    on reruns. A TRUNCATE empties the table of the rows sent before it (keyed and keyless), an ADD COLUMN's
+    DEFAULT fills the row inserted before it, not the one inserted after it."""
+    config = source_for("canal_json", tmp_path)
+    second, last = 1795237800000, 1795240799000  # 05:10:00 and 05:59:59
+    types = {"id": "int", "v": "varchar(10)"}
+
+    def insert(table: str, row: dict, es: int = second, declared: dict = types, key: tuple = ("id",)) -> str:
+        return canal("INSERT", [row], es=es, table=table, mysqlType=declared, sqlType={}, pkNames=list(key))
+
+    def ddl(table: str, text: str, es: int = second) -> str:
+        kind = text.split()[0].upper()
+        return json.dumps(
+            {"database": "shop", "table": table, "type": kind, "isDdl": True, "es": es, "id": 7, "sql": text}
+        )
+
+    keyless = {"v": "varchar(10)"}
+    hour5 = [
+        insert("t", {"id": "1", "v": "a"}),
+        ddl("t", "TRUNCATE TABLE t"),
+        insert("t", {"id": "2", "v": "b"}),
+        insert("d", {"id": "1", "v": "a"}),
+        ddl("d", "ALTER TABLE d ADD COLUMN c INT NOT NULL DEFAULT 7"),
+        insert("d", {"id": "2", "v": "b", "c": "1"}, declared=types | {"c": "int"}),
+        insert("k", {"v": "x"}, declared=keyless, key=()),
+        ddl("k", "TRUNCATE TABLE k"),
+        insert("k", {"v": "x"}, declared=keyless, key=()),
+        insert("h", {"id": "1", "v": "a"}, es=last),
+    ]
+    hour6 = [ddl("h", "TRUNCATE TABLE h", es=last), insert("h", {"id": "2", "v": "b"}, es=last)]
+    write_export(config, "shop/canal-0005.json", hour5, H5)
+    write_export(config, "shop/canal-0006.json", hour6, H5 + timedelta(hours=1))
+
+    run(spark, config, [H5, H5 + timedelta(hours=1), H5])  # the first hour again after the second
+
+    assert silver_rows(config, "shop", "t") == [{"id": 2, "v": "b"}]
+    assert silver_rows(config, "shop", "d") == [{"id": 1, "v": "a", "c": 7}, {"id": 2, "v": "b", "c": 1}]
+    assert [row["v"] for row in silver_rows(config, "shop", "k")] == ["x"]
+    assert silver_rows(config, "shop", "h") == [{"id": 2, "v": "b"}]
+
+
 def test_paimon_schema_evolution_messages(parse_messages):
     lines = [line for n in range(1, 6) for line in lines_of(PAIMON / "schemaevolution" / f"canal-data-{n}.txt")]
 

@@ -241,7 +241,7 @@ def test_modify_widens_a_tinyint_column_through_smallint_and_int(tmp_path):
     outcomes = []
     for n, spark_type in enumerate(["smallint", "int", "bigint"], start=2):
         statement = S.Statement(S.TableName("shop", "t"), (S.ChangeColumnType("c", spark_type),))
-        outcomes.append(D.perform(engine, lake, location, statement, (Decimal(n), Decimal(0)), {}).detail)
+        outcomes.append(D.perform(engine, lake, location, statement, (Decimal(n), Decimal(0), ""), {}).detail)
 
     assert outcomes == [
         "widened c from tinyint to smallint",
@@ -254,7 +254,7 @@ def test_modify_widens_a_tinyint_column_through_smallint_and_int(tmp_path):
     assert DeltaTable(uri).metadata().configuration[E.FILE_SIZE_PROPERTY] == "4096"
     narrowing = S.Statement(S.TableName("shop", "t"), (S.ChangeColumnType("c", "int"),))
     try:
-        D.perform(engine, lake, location, narrowing, (Decimal(9), Decimal(0)), {})
+        D.perform(engine, lake, location, narrowing, (Decimal(9), Decimal(0), ""), {})
         raise AssertionError("a narrowing was performed")
     except D.UnsupportedOperation as refused:
         assert str(refused) == "type change of c from bigint to int is not a widening"

@@ -202,7 +202,7 @@ def test_a_multi_clause_alter_that_cannot_perform_one_clause_changes_nothing(tmp
     engine, lake, location, uri = items_table(tmp_path)
     statement = parse_ddl("ALTER TABLE items ADD COLUMN note TEXT, MODIFY COLUMN qty INT")  # the second narrows
     with pytest.raises(D.UnsupportedOperation, match="type change of qty from bigint to int is not a widening"):
-        D.perform(engine, lake, location, statement, (Decimal(5), Decimal(0)), {})
+        D.perform(engine, lake, location, statement, (Decimal(5), Decimal(0), ""), {})
     assert engine.schema(uri).names[:2] == ["id", "qty"] and "note" not in engine.schema(uri).names
 
 
@@ -231,7 +231,7 @@ def test_a_column_name_the_table_cannot_store_sends_the_statement_to_the_policy_
     dialect = "oracle" if '"' in text else "mysql"
     with pytest.raises(D.UnsupportedOperation) as refused:
         statement = parse_ddl(text, dialect)
-        D.perform(engine, lake, location, statement, (5, 0), {}, ignore_case=S.columns_ignore_case(dialect))
+        D.perform(engine, lake, location, statement, (5, 0, ""), {}, ignore_case=S.columns_ignore_case(dialect))
     assert str(refused.value).endswith(refusal)
     assert engine.schema(uri) == pa.schema(ITEMS) and len(DeltaTable(uri).history()) == versions
 
@@ -265,13 +265,13 @@ def test_a_mysql_statement_names_the_tables_column_equal_to_it_ignoring_case_and
 )
 def test_a_mysql_statement_acts_on_the_column_its_name_equals_ignoring_case(tmp_path, text, detail, columns):
     engine, lake, location, uri = items_table(tmp_path)
-    assert D.perform(engine, lake, location, parse_ddl(text), (5, 0), {}, ignore_case=True).detail == detail
+    assert D.perform(engine, lake, location, parse_ddl(text), (5, 0, ""), {}, ignore_case=True).detail == detail
     assert [name for name in engine.schema(uri).names if not name.startswith("_cdc_")] == columns
 
 
 def test_a_rename_changing_only_a_columns_case_is_performed(tmp_path):
     engine, lake, location, uri = items_table(tmp_path)
-    outcome = D.perform(engine, lake, location, parse_ddl("ALTER TABLE items RENAME COLUMN qty TO QTY"), (5, 0), {})
+    outcome = D.perform(engine, lake, location, parse_ddl("ALTER TABLE items RENAME COLUMN qty TO QTY"), (5, 0, ""), {})
     assert outcome == D.Outcome(D.APPLIED, "renamed column qty to QTY")
     assert engine.schema(uri).names[:2] == ["id", "QTY"]
 
@@ -283,7 +283,7 @@ def test_a_create_table_naming_a_column_the_table_cannot_store_is_refused_and_cr
     engine, lake = DeltaRsEngine(), open_store(str(tmp_path))
     location = D.TableLocation("shop", "shop", "t2")
     with pytest.raises(D.UnsupportedOperation, match=r"prefix _cdc_|case-insensitive"):
-        D.perform(engine, lake, location, parse_ddl(text), (Decimal(5), Decimal(0)), {})
+        D.perform(engine, lake, location, parse_ddl(text), (Decimal(5), Decimal(0), ""), {})
     assert not engine.exists(lake.child(location.silver_key()))
 
 
@@ -299,7 +299,7 @@ def test_an_alter_adding_many_columns_adds_them_in_one_commit_in_order_each_name
     statement = parse_ddl(f"ALTER TABLE items {adds}, ADD COLUMN c7 TEXT, DROP COLUMN c1, ADD COLUMN z TEXT")
     versions = len(DeltaTable(uri).history())
 
-    outcome = D.perform(engine, lake, location, statement, (Decimal(5), Decimal(0)), {})
+    outcome = D.perform(engine, lake, location, statement, (Decimal(5), Decimal(0), ""), {})
 
     assert outcome.status == D.APPLIED
     names = [n for n in engine.schema(uri).names if not n.startswith("_cdc_")]

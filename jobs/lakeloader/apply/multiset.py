@@ -21,8 +21,6 @@ is compared. Cost: a batch touching a keyless table reads that table's history f
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -38,8 +36,6 @@ COLUMNS = [(ROW_ID, "string"), (OCCURRENCE, "int")]
 ORDER = ("seq", "seq2", POSITION, "part")
 # a step delivered twice: same message (ordering.message_identity, never the content), same part
 IDENTITY = ("db", "table", "identity", "part")
-
-Position = tuple[Decimal, Decimal]
 
 
 def row_id(image: Column) -> Column:
@@ -73,14 +69,14 @@ def multiset_actions(
     batch: DataFrame,
     log: DataFrame,
     segments: dict[tuple[str, str], int],
-    since: dict[tuple[str, str], Position],
+    since: dict[tuple[str, str], E.Point],
     truncated: set[tuple[str, str]],
 ) -> DataFrame:
     """The actions that make the keyless tables' touched contents as many as their history says.
 
     `batch` and `log` are data changes (the batch's and the whole log's, after renames); `segments` names the
     keyless tables and the segment their actions go to (a count is the state after the whole batch);
-    `since` the position of each table's last TRUNCATE; `truncated` the tables this batch truncates. Columns
+    `since` the point of each table's last TRUNCATE; `truncated` the tables this batch truncates. Columns
     as `lakeloader.apply.key_actions.key_actions`, the image holding ROW_ID and OCCURRENCE; a content whose count is 0
     gets one delete of occurrence 0 (no such row exists) so that the writer deletes its copies.
     """
@@ -132,11 +128,14 @@ def _deduplicated(history: DataFrame) -> DataFrame:
     )
 
 
-def _not_before(since: dict[tuple[str, str], Position]) -> Column:
-    """Steps at or after their table's last TRUNCATE (all steps of tables never truncated)."""
+def _not_before(since: dict[tuple[str, str], E.Point]) -> Column:
+    """Steps at or after their table's last TRUNCATE (all steps of tables never truncated): in the total order,
+    so a step of the truncation's second sent before it is older."""
 
-    def position(seq: Column, seq2: Column) -> Column:
-        return F.struct(seq.cast(C.SEQ_TYPE).alias("seq"), seq2.cast(C.SEQ_TYPE).alias("seq2"))
+    def point(seq: Column, seq2: Column, position: Column) -> Column:
+        return F.struct(
+            seq.cast(C.SEQ_TYPE).alias("seq"), seq2.cast(C.SEQ_TYPE).alias("seq2"), position.alias("position")
+        )
 
-    mark = per_table({name: position(F.lit(s), F.lit(s2)) for name, (s, s2) in since.items()})
-    return mark.isNull() | (position(F.col("seq"), F.col("seq2")) >= mark)
+    mark = per_table({name: point(F.lit(s), F.lit(s2), F.lit(p)) for name, (s, s2, p) in since.items()})
+    return mark.isNull() | (point(F.col("seq"), F.col("seq2"), F.coalesce(F.col(POSITION), F.lit(""))) >= mark)

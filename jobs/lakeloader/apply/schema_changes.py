@@ -35,7 +35,7 @@ from lakeloader.parse.framing import CASE_TWINS, RESERVED_COLUMNS, RESERVED_PREF
 
 SCHEMA_SEQ_PROPERTY = "lakeloader.schemaSeq"
 APPLIED, NO_OP, SKIPPED, FAILED = "applied", "no-op", "skipped", "failed"
-OrderKey = tuple[Decimal, Decimal]
+OrderKey = tuple[Decimal, Decimal]  # (seq, seq2): the schema mark's, the moves ledger's
 
 
 class UnsupportedOperation(LakeloaderError):
@@ -77,14 +77,15 @@ def perform(
     lake: Store,
     location: TableLocation,
     statement: S.Statement,
-    order: OrderKey,
+    order: E.Point,
     commit_info: dict[str, str],
     later: Callable[[], list[S.Operation] | None] = list,
     named: tuple[str, str] | None = None,
     pending: Sequence[S.Operation] = (),
     ignore_case: bool = False,
 ) -> Outcome:
-    """Apply one parsed statement to the table at `location` (which a rename updates).
+    """Apply one parsed statement, at `order` (its place in the total order), to the table at `location` (which a
+    rename updates).
 
     `later` gives the column operations of the statements the table has had since this one, in sequence order
     (None: this one was performed itself, a rerun). When there are any (an hour exported late, or run after a
@@ -122,8 +123,8 @@ def perform(
     outcomes = [_perform(engine, lake, location, op, order, commit_info) for op in _adds_joined(operations)]
     uri = lake.child(location.silver_key())
     mark = schema_mark(engine, uri)
-    if any(o.status == APPLIED for o in outcomes) and engine.exists(uri) and (mark is None or order > mark):
-        engine.set_properties(uri, {SCHEMA_SEQ_PROPERTY: json.dumps([str(v) for v in order])}, commit_info)
+    if any(o.status == APPLIED for o in outcomes) and engine.exists(uri) and (mark is None or order[:2] > mark):
+        engine.set_properties(uri, {SCHEMA_SEQ_PROPERTY: json.dumps([str(v) for v in order[:2]])}, commit_info)
     status = APPLIED if any(o.status == APPLIED for o in outcomes) else NO_OP
     placed = f"{_OLDER}, performed in its place: " if newer else ""
     return Outcome(status, placed + "; ".join(o.detail for o in outcomes))
@@ -132,19 +133,19 @@ def perform(
 _OLDER = "older than DDL the table has had since"
 
 
-def _holds_newer(engine: TableEngine, uri: str, order: OrderKey) -> bool:
+def _holds_newer(engine: TableEngine, uri: str, order: E.Point) -> bool:
     """Whether the table has rows of changes newer than `order` (its hour run after a later one)."""
-    return engine.exists(uri) and engine.row_count(uri, E.after((E.SEQ, E.SEQ2), order)) > 0
+    return engine.exists(uri) and engine.row_count(uri, E.after(E.ORDERING_COLUMNS, order)) > 0
 
 
 def _drop_in_the_past(
-    engine: TableEngine, lake: Store, location: TableLocation, named: tuple[str, str], order: OrderKey, info: dict
+    engine: TableEngine, lake: Store, location: TableLocation, named: tuple[str, str], order: E.Point, info: dict
 ) -> Outcome:
     """A DROP TABLE older than statements or rows its table has had since (run after a later hour, or exported
     late): the table there now was created again after the drop. Changes to `named` no newer than the drop
     belong nowhere (recorded in the moves ledger), and the rows older than it are deleted, as a truncation would
     (they are of the table dropped; not archived)."""
-    record_move(lake, location.source, TableMove(named, None, order))
+    record_move(lake, location.source, TableMove(named, None, order[:2]))
     uri = lake.child(location.silver_key())
     if not engine.exists(uri):
         return Outcome(APPLIED, f"{_OLDER}: recorded the drop, so older changes are not loaded")
@@ -233,7 +234,7 @@ def _check_retype(
 
 
 def _typed_as_created(
-    engine: TableEngine, lake: Store, location: TableLocation, op: S.CreateTable, order: OrderKey, info: dict
+    engine: TableEngine, lake: Store, location: TableLocation, op: S.CreateTable, order: E.Point, info: dict
 ) -> Outcome:
     """A CREATE TABLE of a table that exists: a no-op, unless changes newer than the statement created the table
     (their hour ran first). Then the table is made as the statement declares it, as far as its rows allow: a
@@ -275,7 +276,7 @@ def _typed_as_declared(
 
 
 def _filled(
-    engine: TableEngine, uri: str, columns: Sequence[S.Column], key: list[str], order: OrderKey, info: dict
+    engine: TableEngine, uri: str, columns: Sequence[S.Column], key: list[str], order: E.Point, info: dict
 ) -> list[str]:
     """Give the added `columns` the value the source stored in its existing rows (`defaults.fill`), in the rows
     whose last change is older than the statement and that hold none (a row a newer change wrote has the
@@ -283,7 +284,7 @@ def _filled(
     content, and are counted again from their images (`lakeloader.apply.step`), which read the default too
     (`lakeloader.apply.ddl.columns`)."""
     fills = {c.name: f for c in columns if (f := defaults.fill(c)) is not None}
-    if not fills or engine.row_count(uri, E.before((E.SEQ, E.SEQ2), order)) == 0:
+    if not fills or engine.row_count(uri, E.before(E.ORDERING_COLUMNS, order)) == 0:
         return []
 
     def filled(rows: pa.Table) -> pa.Table:
@@ -336,7 +337,7 @@ def _check_stored_names(op: S.Operation, columns: dict[str, str]) -> None:
 
 
 def _perform(
-    engine: TableEngine, lake: Store, location: TableLocation, op: S.Operation, order: OrderKey, info: dict
+    engine: TableEngine, lake: Store, location: TableLocation, op: S.Operation, order: E.Point, info: dict
 ) -> Outcome:
     uri = lake.child(location.silver_key())
     exists = engine.exists(uri)
@@ -374,11 +375,11 @@ def _perform(
         # recorded also when the table has no silver table yet: its older changes, in an hour applied later, are
         # not loaded (ddl.moves: a name's changes no newer than its drop belong nowhere). Moved first: a rerun
         # after a failure between the two finds no table and records the drop
-        archive = zones.archive_dir(location.source, location.db, location.table, order)
+        archive = zones.archive_dir(location.source, location.db, location.table, order[:2])
         if exists:
             _move_table(engine, lake, location.silver_key(), archive)
             _move_table(engine, lake, location.tombstones_key(), f"{archive}-tombstones")
-        record_move(lake, location.source, TableMove((location.db, location.table), None, order))
+        record_move(lake, location.source, TableMove((location.db, location.table), None, order[:2]))
         if not exists:
             return Outcome(APPLIED, "recorded: no silver table yet, so older changes are not loaded")
         return Outcome(APPLIED, f"archived to {archive}")
@@ -437,7 +438,7 @@ def _rename_column(
     old: str,
     new: str,
     key: list[str],
-    order: OrderKey,
+    order: E.Point,
     info: dict,
 ) -> Outcome:
     uri = lake.child(location.silver_key())
@@ -466,7 +467,7 @@ def _rename_column(
 
 
 def _merge_renamed(
-    engine: TableEngine, uri: str, schema: pa.Schema, old: str, new: str, order: OrderKey, info: dict
+    engine: TableEngine, uri: str, schema: pa.Schema, old: str, new: str, order: E.Point, info: dict
 ) -> Outcome:
     """`RENAME COLUMN old TO new` where changes newer than it already gave the table a column `new`, added for
     their data (they were applied first: an hour run out of order, a late export, a message delivered early; at
@@ -488,10 +489,16 @@ def _merge_renamed(
     return Outcome(APPLIED, f"renamed column {old} to {new}, which newer changes had added: merged by row age")
 
 
-def _older_than(rows: pa.Table, order: OrderKey) -> pa.ChunkedArray:
-    """Which rows' last change is older than a statement at `order`."""
-    first, second = (pa.scalar(Decimal(v), pa.decimal128(38, 0)) for v in order)
-    return pc.or_(pc.less(rows[E.SEQ], first), pc.and_(pc.equal(rows[E.SEQ], first), pc.less(rows[E.SEQ2], second)))
+def _older_than(rows: pa.Table, order: E.Point) -> pa.ChunkedArray:
+    """Which rows' last change is older than a statement at `order` (a NULL position is the oldest)."""
+    first, second = (pa.scalar(Decimal(v), pa.decimal128(38, 0)) for v in order[:2])
+    held = rows[E.POSITION] if E.POSITION in rows.column_names else pa.nulls(rows.num_rows, pa.string())
+    position = pc.fill_null(held.cast(pa.string()), E.NULL_AS_OLDEST[E.POSITION])
+    same_key = pc.and_(pc.equal(rows[E.SEQ], first), pc.equal(rows[E.SEQ2], second))
+    return pc.or_(
+        pc.or_(pc.less(rows[E.SEQ], first), pc.and_(pc.equal(rows[E.SEQ], first), pc.less(rows[E.SEQ2], second))),
+        pc.and_(same_key, pc.less(position, order[2])),
+    )
 
 
 def _merged_type(first: str, second: str) -> str | None:
@@ -502,14 +509,14 @@ def _merged_type(first: str, second: str) -> str | None:
 
 
 def _rename_table(
-    engine: TableEngine, lake: Store, location: TableLocation, op: S.RenameTable, order: OrderKey, exists: bool
+    engine: TableEngine, lake: Store, location: TableLocation, op: S.RenameTable, order: E.Point, exists: bool
 ) -> Outcome:
     """Move the table (when it has a silver table) and record the move, so its changes in this batch after the
     rename, and its older changes in hours applied later, load under the new name."""
     target = TableLocation(location.source, op.new.db or location.db, op.new.table)
     if (target.db, target.table) == (location.db, location.table):  # a rerun: the moves sent the statement here
         return Outcome(NO_OP, f"already renamed to {target.db}.{target.table}")
-    move = TableMove((location.db, location.table), (target.db, target.table), order)
+    move = TableMove((location.db, location.table), (target.db, target.table), order[:2])
     if lake.stat(f"{target.silver_key()}/_delta_log/00000000000000000000.json") is not None:
         raise UnsupportedOperation(f"renaming to {target.db}.{target.table}, which already has a silver table")
     if exists:

@@ -51,7 +51,7 @@ class SilverTable:
     key: list[str]
     commit_info: dict[str, str]
     file_size: int | None = None  # what the table's files aim at when the apply step creates it
-    truncated: tuple[Decimal, Decimal] | None = None  # its truncation mark when created (apply.ddl.truncations)
+    truncated: E.Point | None = None  # its truncation point when created (apply.ddl.truncations)
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def _apply(
     if table.key == multiset.KEY:
         return _apply_counts(engine, table, change_set)
     mark = truncation_mark(engine, table.uri)
-    older = {"older": E.before((E.SEQ, E.SEQ2), mark)} if mark is not None else {}
+    older = {"older": E.before(E.ORDERING_COLUMNS, mark)} if mark is not None else {}
     counted = change_set.counts(older)  # one pass (a Spark job) for both counts
     older_than_truncation = counted.get("older", 0)
     remaining = counted["all"] - older_than_truncation
@@ -183,12 +183,14 @@ def _apply_counts(engine: TableEngine, table: SilverTable, change_set: ChangeSet
     return ApplyResult(result.inserted, result.updated, result.deleted, 0, 0, 0, result.version)
 
 
-def truncate(engine: TableEngine, table: SilverTable, mark: tuple[Decimal, Decimal]) -> int:
-    """Delete every row older than `mark` and remember it, unless a newer truncation already happened."""
+def truncate(engine: TableEngine, table: SilverTable, mark: E.Point) -> int:
+    """Delete every row older than `mark` (the statement's place in the total order: a change of its second sent
+    before it in the export is older, one sent after it is not) and remember it, unless a newer truncation
+    already happened."""
     recorded = truncation_mark(engine, table.uri)
     if recorded is not None and recorded >= mark:
         return 0
-    deleted = engine.delete_where(table.uri, E.before((E.SEQ, E.SEQ2), mark), table.commit_info)
+    deleted = engine.delete_where(table.uri, E.before(E.ORDERING_COLUMNS, mark), table.commit_info)
     engine.set_properties(table.uri, {TRUNCATED_PROPERTY: json.dumps([str(v) for v in mark])}, table.commit_info)
     return deleted
 
@@ -349,12 +351,9 @@ def quarantine_rejections(
     engine.merge(uri, changes, QUARANTINE_KEY, (), commit_info)
 
 
-def truncation_mark(engine: TableEngine, uri: str) -> tuple[Decimal, Decimal] | None:
+def truncation_mark(engine: TableEngine, uri: str) -> E.Point | None:
     recorded = engine.properties(uri).get(TRUNCATED_PROPERTY)
-    if not recorded:
-        return None
-    seq, seq2 = json.loads(recorded)
-    return Decimal(seq), Decimal(seq2)
+    return E.point(json.loads(recorded)) if recorded else None
 
 
 def _drop_stale_upserts(engine: TableEngine, table: SilverTable, change_set: ChangeSet) -> ChangeSet:

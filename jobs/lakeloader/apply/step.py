@@ -58,10 +58,13 @@ from lakeloader.apply.ddl.truncations import read_truncations
 from lakeloader.apply.ddl.types import spark_type_of_arrow
 from lakeloader.apply.ddl.widening import widest
 from lakeloader.apply.key_actions import (
+    DEFAULT_RANK,
     TableShape,
     batch_tables,
+    identified_by_sequence,
     key_actions,
     latest_declared_keys,
+    position,
     with_order,
 )
 from lakeloader.apply.multiset import multiset_actions
@@ -167,8 +170,9 @@ def apply_changes(
     per-table counts and DDL outcomes."""
     loaded_at = datetime.now(UTC).replace(microsecond=0)
     commit_info = {"lakeloader.source": source.name, "lakeloader.step": "apply", **commit_info}
+    place = position(DEFAULT_RANK, identified_by_sequence(source.format))
     unkeyed = FORMATS[source.format].unkeyed_ddl
-    events = ddl_events(bronze, source.source_dialect, source.unqualified_schemas, unkeyed)
+    events = ddl_events(bronze, source.source_dialect, source.unqualified_schemas, unkeyed, place)
     events = [e for e in events if source.includes(e.db, e.table)]
     if source.lower_case_table_names:  # the table a statement names, as the data names it (parse folds those)
         for event in events:
@@ -561,7 +565,7 @@ class _Batch:
             if isinstance(event.statement, S.Unsupported):
                 raise D.UnsupportedOperation(event.statement.reason)
             later = partial(self._later, location, event)
-            order, named = event.position[:2], (event.db, event.table)
+            order, named = event.point, (event.db, event.table)
             to_come = [op for e in pending if isinstance(e.statement, S.Statement) for op in e.statement.operations]
             ignore_case = S.columns_ignore_case(self.source.source_dialect)
             outcome = D.perform(
@@ -871,22 +875,22 @@ def _truncations(
     source: str,
     shapes: list[TableShape],
     events_by_table: dict[TableId, list[DdlEvent]],
-) -> tuple[dict[TableId, tuple[Decimal, Decimal]], set[TableId]]:
-    """Per keyless table: the position of its last TRUNCATE (performed before, or in this batch), and
+) -> tuple[dict[TableId, E.Point], set[TableId]]:
+    """Per keyless table: the point of its last TRUNCATE (performed before, or in this batch), and
     which tables this batch truncates."""
-    since: dict[TableId, tuple[Decimal, Decimal]] = {}
+    since: dict[TableId, E.Point] = {}
     truncated: set[TableId] = set()
     recorded = read_truncations(lake, source)  # truncations of tables that had no silver table yet
     for shape in shapes:
         name = (shape.db, shape.table)
         uri = silver_uri(lake, source, shape)
         exists = engine.exists(uri)
-        marks: list[tuple[Decimal, Decimal] | None] = [truncation_mark(engine, uri) if exists else recorded.get(name)]
+        marks: list[E.Point | None] = [truncation_mark(engine, uri) if exists else recorded.get(name)]
         for event in events_by_table.get(name, []):
             if isinstance(event.statement, S.Statement) and any(
                 isinstance(op, S.TruncateTable) for op in event.statement.operations
             ):
-                marks.append((event.seq, event.seq2))  # type: ignore[arg-type]
+                marks.append(event.point)
                 truncated.add(name)
         found = [m for m in marks if m is not None]
         if found:

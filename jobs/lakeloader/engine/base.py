@@ -55,6 +55,16 @@ METADATA_COLUMNS = tuple(f.name for f in METADATA_FIELDS)
 ORDERING_COLUMNS = (SEQ, SEQ2, POSITION)
 # (the value a NULL counts as, a Python value each engine renders in its own dialect)
 NULL_AS_OLDEST: dict[str, Value] = {POSITION: ""}
+# a place in that order, as ORDERING_COLUMNS hold it: where a DDL statement takes effect (lakeloader.apply)
+Point = tuple[Decimal, Decimal, str]
+
+
+def point(recorded: Sequence[str]) -> Point:
+    """A point as recorded in a property or ledger: [seq, seq2, position], or [seq, seq2] (recorded before points
+    held a position: the first place of that key, before every change sharing it)."""
+    return Decimal(recorded[0]), Decimal(recorded[1]), recorded[2] if len(recorded) > 2 else ""
+
+
 # Delta's table property for the size of the files a write aims at (delta-rs: bytes of Arrow data, before
 # Parquet's encoding and compression, which roughly halve it).
 FILE_SIZE_PROPERTY = "delta.targetFileSize"
@@ -122,7 +132,8 @@ Predicate = Compare | NotNull | Not | And | Or
 
 
 def before(columns: Sequence[str], values: Sequence[Value]) -> Predicate:
-    """Rows whose `columns` come before `values` lexicographically (e.g. (seq, seq2) older than a mark)."""
+    """Rows whose `columns` come before `values` lexicographically (e.g. ORDERING_COLUMNS older than a point); a
+    NULL in a column of NULL_AS_OLDEST counts as its oldest value."""
     return _lexicographic(columns, values, "<")
 
 
@@ -134,10 +145,21 @@ def after(columns: Sequence[str], values: Sequence[Value]) -> Predicate:
 def _lexicographic(columns: Sequence[str], values: Sequence[Value], op: Comparison) -> Predicate:
     terms: list[Predicate] = []
     for i, column in enumerate(columns):
-        equal = [Compare(c, "=", v) for c, v in zip(columns[:i], values[:i], strict=True)]
-        last = Compare(column, op, values[i])
+        equal = [_compare(c, "=", v) for c, v in zip(columns[:i], values[:i], strict=True)]
+        last = _compare(column, op, values[i])
         terms.append(And((*equal, last)) if equal else last)
     return Or(tuple(terms)) if len(terms) > 1 else terms[0]
+
+
+_HOLDS = {"<": lambda a, b: a < b, ">": lambda a, b: a > b, "=": lambda a, b: a == b}
+
+
+def _compare(column: str, op: Comparison, value: Value) -> Predicate:
+    """`column op value`, a NULL in a column of NULL_AS_OLDEST taken as its oldest value."""
+    compared = Compare(column, op, value)
+    if column not in NULL_AS_OLDEST or not _HOLDS[op](NULL_AS_OLDEST[column], value):
+        return compared
+    return Or((Not(NotNull(column)), compared))
 
 
 def render_predicate(predicate: Predicate, column: Callable[[str], str], value: Callable[[Value], str]) -> str:

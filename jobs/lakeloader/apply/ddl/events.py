@@ -9,7 +9,7 @@ from datetime import datetime
 from decimal import Decimal
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakeloader.apply.ddl import statements as S
@@ -36,6 +36,8 @@ class DdlEvent:
     detail: str = ""
     schema_version: int | None = None
     unsupported: bool = False  # skipped under the source's ddl_policy (not merely older than the schema)
+    # its place after (seq, seq2) as a change's `_cdc_position` is written (lakeloader.apply.key_actions.position)
+    order_position: str = ""
 
     @property
     def name(self) -> str:
@@ -45,21 +47,28 @@ class DdlEvent:
     def position(self) -> tuple:
         return (self.seq, self.seq2, self.origin_file, self.origin_line, self.origin_index)
 
+    @property
+    def point(self) -> E.Point:
+        """Where the statement takes effect in the silver tables' total order (E.ORDERING_COLUMNS): a change of
+        its (seq, seq2) sent before it is older than it, one sent after it newer."""
+        return (self.seq, self.seq2, self.order_position)  # type: ignore[return-value]  # seq is set by then
+
 
 def ddl_events(
-    bronze: DataFrame, dialect: str, unqualified_schemas: Sequence[str] = (), unkeyed: bool = True
+    bronze: DataFrame,
+    dialect: str,
+    unqualified_schemas: Sequence[str] = (),
+    unkeyed: bool = True,
+    order_position: Column | None = None,
 ) -> list[DdlEvent]:
     """The batch's DDL messages, parsed, each attributed to the table its statement names (else the
     message's table), in sequence order; the statement's names read in the message's database
     (`in_message_database`). `unkeyed`: the format's DDL messages may lack their ordering key
-    (`_placed_in_file`)."""
-    rows = (
-        bronze.where(F.col("kind") == C.DDL)
-        .select(
-            "db", "schema_name", "table", "seq", "seq2", "origin_file", "origin_line", "origin_index", "raw_op", "ddl"
-        )
-        .collect()
-    )
+    (`_placed_in_file`); `order_position`: a message's place after its (seq, seq2) as changes hold it
+    (`DdlEvent.order_position`)."""
+    place = (F.lit("") if order_position is None else order_position).alias("order_position")
+    columns = ["db", "schema_name", "table", "seq", "seq2", "origin_file", "origin_line", "origin_index", "raw_op"]
+    rows = bronze.where(F.col("kind") == C.DDL).select(*columns, "ddl", place).collect()
     placed = _placed_in_file(bronze, rows) if unkeyed else {}
     events = []
     for r in rows:
@@ -183,6 +192,7 @@ def _event(r, statement: S.Statement | S.Unsupported) -> DdlEvent:
         r["raw_op"],
         r["ddl"],
         statement,
+        order_position=r["order_position"],
     )
 
 

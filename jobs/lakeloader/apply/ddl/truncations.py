@@ -9,12 +9,12 @@ takes the point as its truncation mark when apply creates it: those older change
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 
 from lakeloader.apply.table_identity import TableId
 from lakeloader.core.storage import Store
+from lakeloader.engine import base as E
 
-Order = tuple[Decimal, Decimal]
+Order = E.Point
 
 
 def _ledger_key(source: str) -> str:
@@ -26,10 +26,7 @@ def read_truncations(lake: Store, source: str) -> dict[TableId, Order]:
     key = _ledger_key(source)
     if lake.stat(key) is None:
         return {}
-    return {
-        (entry["db"], entry["table"]): (Decimal(entry["order"][0]), Decimal(entry["order"][1]))
-        for entry in json.loads(lake.read_bytes(key))
-    }
+    return {(entry["db"], entry["table"]): E.point(entry["order"]) for entry in json.loads(lake.read_bytes(key))}
 
 
 def record_truncation(lake: Store, source: str, table: TableId, order: Order) -> None:
