@@ -9,6 +9,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+import pytest
 from format_support import FIXTURES, lines_of, run, silver_rows, source_for, write_export
 
 from lakeloader.core.config import SourceConfig
@@ -201,38 +202,41 @@ def test_a_bare_integer_type_holding_a_value_beyond_its_signed_range_is_read_as_
     assert parse6["quarantine_reasons"] == {f"{bad}w": 1}
 
 
+SECOND, LAST = 1795237800000, 1795240799000  # 05:10:00 and 05:59:59 of H5, Canal `es` values
+TWO_COLUMNS = {"id": "int", "v": "varchar(10)"}
+
+
+def insert_at(table: str, row: dict, es: int = SECOND, declared: dict = TWO_COLUMNS, key: tuple = ("id",)) -> str:
+    """An INSERT on shop.`table` of a message with id 7 (Canal's batch id: messages of one batch share it)."""
+    return canal("INSERT", [row], es=es, table=table, mysqlType=declared, sqlType={}, pkNames=list(key))
+
+
+def ddl_at(table: str, text: str, es: int = SECOND) -> str:
+    """A DDL message on shop.`table` of the batch with id 7; its type is Canal's name for the statement."""
+    kind = {"DROP": "ERASE"}.get(text.split()[0].upper(), text.split()[0].upper())
+    return json.dumps({"database": "shop", "table": table, "type": kind, "isDdl": True, "es": es, "id": 7, "sql": text})
+
+
 def test_ddl_sharing_its_second_with_changes_takes_effect_between_those_sent_before_and_after_it(spark, tmp_path):
     """Canal's `es` has the binlog's seconds, and a batch's messages share their `id`, so a statement and the
     changes around it tie on (es, id): it takes effect at its place in the export, also across an hour's end and
     on reruns. A TRUNCATE empties the table of the rows sent before it (keyed and keyless), an ADD COLUMN's
     DEFAULT fills the row inserted before it, not the one inserted after it."""
     config = source_for("canal_json", tmp_path)
-    second, last = 1795237800000, 1795240799000  # 05:10:00 and 05:59:59
-    types = {"id": "int", "v": "varchar(10)"}
-
-    def insert(table: str, row: dict, es: int = second, declared: dict = types, key: tuple = ("id",)) -> str:
-        return canal("INSERT", [row], es=es, table=table, mysqlType=declared, sqlType={}, pkNames=list(key))
-
-    def ddl(table: str, text: str, es: int = second) -> str:
-        kind = text.split()[0].upper()
-        return json.dumps(
-            {"database": "shop", "table": table, "type": kind, "isDdl": True, "es": es, "id": 7, "sql": text}
-        )
-
     keyless = {"v": "varchar(10)"}
     hour5 = [
-        insert("t", {"id": "1", "v": "a"}),
-        ddl("t", "TRUNCATE TABLE t"),
-        insert("t", {"id": "2", "v": "b"}),
-        insert("d", {"id": "1", "v": "a"}),
-        ddl("d", "ALTER TABLE d ADD COLUMN c INT NOT NULL DEFAULT 7"),
-        insert("d", {"id": "2", "v": "b", "c": "1"}, declared=types | {"c": "int"}),
-        insert("k", {"v": "x"}, declared=keyless, key=()),
-        ddl("k", "TRUNCATE TABLE k"),
-        insert("k", {"v": "x"}, declared=keyless, key=()),
-        insert("h", {"id": "1", "v": "a"}, es=last),
+        insert_at("t", {"id": "1", "v": "a"}),
+        ddl_at("t", "TRUNCATE TABLE t"),
+        insert_at("t", {"id": "2", "v": "b"}),
+        insert_at("d", {"id": "1", "v": "a"}),
+        ddl_at("d", "ALTER TABLE d ADD COLUMN c INT NOT NULL DEFAULT 7"),
+        insert_at("d", {"id": "2", "v": "b", "c": "1"}, declared=TWO_COLUMNS | {"c": "int"}),
+        insert_at("k", {"v": "x"}, declared=keyless, key=()),
+        ddl_at("k", "TRUNCATE TABLE k"),
+        insert_at("k", {"v": "x"}, declared=keyless, key=()),
+        insert_at("h", {"id": "1", "v": "a"}, es=LAST),
     ]
-    hour6 = [ddl("h", "TRUNCATE TABLE h", es=last), insert("h", {"id": "2", "v": "b"}, es=last)]
+    hour6 = [ddl_at("h", "TRUNCATE TABLE h", es=LAST), insert_at("h", {"id": "2", "v": "b"}, es=LAST)]
     write_export(config, "shop/canal-0005.json", hour5, H5)
     write_export(config, "shop/canal-0006.json", hour6, H5 + timedelta(hours=1))
 
@@ -242,6 +246,34 @@ def test_ddl_sharing_its_second_with_changes_takes_effect_between_those_sent_bef
     assert silver_rows(config, "shop", "d") == [{"id": 1, "v": "a", "c": 7}, {"id": 2, "v": "b", "c": 1}]
     assert [row["v"] for row in silver_rows(config, "shop", "k")] == ["x"]
     assert silver_rows(config, "shop", "h") == [{"id": 2, "v": "b"}]
+
+
+@pytest.mark.parametrize("hours", [[H5, H5 + timedelta(hours=1)], [H5 + timedelta(hours=1), H5, H5]])
+def test_a_table_moved_and_created_again_in_one_second_keeps_the_changes_sent_after_the_move(spark, tmp_path, hours):
+    """DROP TABLE or RENAME TABLE, then CREATE TABLE under the same name, in one second (Canal's `es` ties): the
+    changes sent after the move are the new table's, also when they land in the next hour and whatever order
+    the hours run in; those sent before it stay with the moved table."""
+    config = source_for("canal_json", tmp_path)
+    create = "CREATE TABLE {} (id INT PRIMARY KEY, v VARCHAR(10))"
+    hour5 = [
+        insert_at("r", {"id": "1", "v": "old"}),
+        ddl_at("r", "RENAME TABLE r TO r2"),
+        ddl_at("r", create.format("r")),
+        insert_at("r", {"id": "5", "v": "new"}),
+        insert_at("m", {"id": "1", "v": "old"}, es=LAST),
+        ddl_at("m", "DROP TABLE m", es=LAST),
+        ddl_at("m", create.format("m"), es=LAST),
+        insert_at("m", {"id": "2", "v": "new"}, es=LAST),
+    ]
+    hour6 = [insert_at("m", {"id": "3", "v": "new"}, es=LAST)]
+    write_export(config, "shop/canal-0005.json", hour5, H5)
+    write_export(config, "shop/canal-0006.json", hour6, H5 + timedelta(hours=1))
+
+    run(spark, config, hours)
+
+    assert silver_rows(config, "shop", "m") == [{"id": 2, "v": "new"}, {"id": 3, "v": "new"}]
+    assert silver_rows(config, "shop", "r2") == [{"id": 1, "v": "old"}]
+    assert silver_rows(config, "shop", "r") == [{"id": 5, "v": "new"}]
 
 
 def test_paimon_schema_evolution_messages(parse_messages):

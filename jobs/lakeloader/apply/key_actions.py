@@ -121,8 +121,13 @@ def identified_by_sequence(fmt: str) -> Column:
 
 def with_order(data: DataFrame, fmt: str) -> DataFrame:
     """Changes with their `identity` (message_identity) and, for data changes, their `position`."""
+    return data.withColumns({"identity": message_identity(fmt), POSITION: change_place(fmt)})
+
+
+def change_place(fmt: str) -> Column:
+    """A data change's `position` (as its `_cdc_position` is written)."""
     rank = F.when(F.col("op") == C.UPDATE_BEFORE, F.lit(BEFORE_HALF_RANK)).otherwise(F.lit(DEFAULT_RANK))
-    return data.withColumns({"identity": message_identity(fmt), POSITION: position(rank, identified_by_sequence(fmt))})
+    return position(rank, identified_by_sequence(fmt))
 
 
 @dataclass(frozen=True)

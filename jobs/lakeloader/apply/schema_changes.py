@@ -145,7 +145,7 @@ def _drop_in_the_past(
     late): the table there now was created again after the drop. Changes to `named` no newer than the drop
     belong nowhere (recorded in the moves ledger), and the rows older than it are deleted, as a truncation would
     (they are of the table dropped; not archived)."""
-    record_move(lake, location.source, TableMove(named, None, order[:2]))
+    record_move(lake, location.source, TableMove(named, None, order))
     uri = lake.child(location.silver_key())
     if not engine.exists(uri):
         return Outcome(APPLIED, f"{_OLDER}: recorded the drop, so older changes are not loaded")
@@ -379,7 +379,7 @@ def _perform(
         if exists:
             _move_table(engine, lake, location.silver_key(), archive)
             _move_table(engine, lake, location.tombstones_key(), f"{archive}-tombstones")
-        record_move(lake, location.source, TableMove((location.db, location.table), None, order[:2]))
+        record_move(lake, location.source, TableMove((location.db, location.table), None, order))
         if not exists:
             return Outcome(APPLIED, "recorded: no silver table yet, so older changes are not loaded")
         return Outcome(APPLIED, f"archived to {archive}")
@@ -516,7 +516,7 @@ def _rename_table(
     target = TableLocation(location.source, op.new.db or location.db, op.new.table)
     if (target.db, target.table) == (location.db, location.table):  # a rerun: the moves sent the statement here
         return Outcome(NO_OP, f"already renamed to {target.db}.{target.table}")
-    move = TableMove((location.db, location.table), (target.db, target.table), order[:2])
+    move = TableMove((location.db, location.table), (target.db, target.table), order)
     if lake.stat(f"{target.silver_key()}/_delta_log/00000000000000000000.json") is not None:
         raise UnsupportedOperation(f"renaming to {target.db}.{target.table}, which already has a silver table")
     if exists:

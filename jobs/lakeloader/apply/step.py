@@ -6,8 +6,9 @@
    an action applies only when its ordering key is newer than the row's, so replays and out-of-order
    hours leave tables as they are.
 DDL takes effect at its place in the sequence: a table's changes are split into segments at its DDL
-messages, and segment i is merged before DDL i is performed (`lakeloader.apply.ddl`). Changes to a table
-renamed in this batch are grouped with its old name, so they continue the same silver table.
+messages, and segment i is merged before DDL i is performed (`lakeloader.apply.ddl`). A batch holding a RENAME
+TABLE is applied in parts that end at each rename (`_parts_at_renames`), so the changes after it go by the moves
+ledger to the renamed table, or to a new table under the old name.
 
 Per-table isolation: a table whose changes cannot be applied, whatever the cause (a broken table, a name or a
 column the engine refuses), is held back: its changes stay in bronze, the hour's other tables commit, the apply
@@ -29,7 +30,7 @@ from collections.abc import Callable, Collection
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from functools import partial
+from functools import partial, reduce
 from typing import Any, TypedDict
 
 import pyarrow as pa
@@ -53,7 +54,7 @@ from lakeloader.apply.ddl.columns import (
     recorded_statements,
 )
 from lakeloader.apply.ddl.events import DdlEvent, ddl_events, record_history
-from lakeloader.apply.ddl.moves import Order, TableMove, read_moves, resolve, with_moves
+from lakeloader.apply.ddl.moves import TableMove, read_moves, resolve, with_moves
 from lakeloader.apply.ddl.truncations import read_truncations
 from lakeloader.apply.ddl.types import spark_type_of_arrow
 from lakeloader.apply.ddl.widening import widest
@@ -61,6 +62,7 @@ from lakeloader.apply.key_actions import (
     DEFAULT_RANK,
     TableShape,
     batch_tables,
+    change_place,
     identified_by_sequence,
     key_actions,
     latest_declared_keys,
@@ -177,16 +179,89 @@ def apply_changes(
     if source.lower_case_table_names:  # the table a statement names, as the data names it (parse folds those)
         for event in events:
             event.db, event.table = event.db.lower(), event.table.lower()
-    moves = read_moves(lake, source.name)  # renames and drops already performed (by earlier or later hours)
-    fresh = [e for e in events if resolve((e.db, e.table), e.position[:2], moves) == (e.db, e.table)]
-    identities = renamed_identities(fresh)
-    events_by_table = _events_by_table(events, identities, moves)
     data = bronze.where(F.col("kind") == C.DATA)
-    data = with_segments(with_identities(with_moves(data, moves), identities), events_by_table)
-    data = with_order(data, source.format)
-    applied = applied_changes(
-        engine, lake, source.name, source.source_dialect, moves, identities, source.lower_case_table_names
-    )
+    parts = [
+        _apply_part(source, part_data, part_events, log, lake, engine, batch, commit_info, loaded_at, recluster)
+        for part_data, part_events in _parts_at_renames(data, events, read_moves(lake, source.name))
+    ]
+    return reduce(_together, parts)
+
+
+def _parts_at_renames(
+    data: DataFrame, events: list[DdlEvent], moves: list[TableMove]
+) -> list[tuple[DataFrame, list[DdlEvent]]]:
+    """The batch's changes and DDL messages in parts that each end at a RENAME TABLE not yet performed (`moves`
+    do not send it elsewhere), applied in turn as batches of their own.
+
+    After a rename the moves ledger holds it, so the next part's changes to either name go where they belong by
+    their place (as an hour applied after it finds them): to the old name (a table created under it again, even
+    in the same second) or to the new one, only if the rename was performed."""
+    renames = [
+        e.position
+        for e in events
+        if e.seq is not None
+        and isinstance(e.statement, S.Statement)
+        and any(isinstance(op, S.RenameTable) for op in e.statement.operations)
+        and resolve((e.db, e.table), e.point, moves) == (e.db, e.table)
+    ]
+    at = change_position()
+    parts, earlier = [], F.lit(False)
+    for bound in sorted(dict.fromkeys(renames), key=_sort_key):
+        upto = F.coalesce(at <= position_literal(bound), F.lit(True))
+        reached = [e.seq is not None and _sort_key(e.position) <= _sort_key(bound) for e in events]
+        parts.append((data.where(~earlier & upto), [e for e, r in zip(events, reached, strict=True) if r]))
+        events = [e for e, r in zip(events, reached, strict=True) if not r]
+        earlier = earlier | upto
+    parts.append((data.where(~earlier) if parts else data, events))
+    return parts
+
+
+_LATEST = ("db", "table", "rows", "uri", "version")  # of a table's entry in `AppliedChanges`; the rest are counts
+
+
+def _together(first: AppliedChanges, then: AppliedChanges) -> AppliedChanges:
+    """What two parts of a batch did, applied in turn: counts added, a table's latest state (rows, version) taken
+    from the later part."""
+    tables = dict(first["tables"])
+    for name, counts in then["tables"].items():
+        before = tables.get(name, {})
+        tables[name] = {
+            **before,
+            **{k: v if k in _LATEST else v + before.get(k, 0) for k, v in counts.items()},
+        }
+    return {
+        "tables": tables,
+        "held_back": {**first["held_back"], **then["held_back"]},
+        "ddl": _added(first["ddl"], then["ddl"]),
+        "ddl_unsupported": first["ddl_unsupported"] + then["ddl_unsupported"],
+        "schema_changes": first["schema_changes"] + then["schema_changes"],
+        "rejected_changes": first["rejected_changes"] + then["rejected_changes"],
+        "rejection_reasons": _added(first["rejection_reasons"], then["rejection_reasons"]),
+    }
+
+
+def _added(first: dict[str, int], then: dict[str, int]) -> dict[str, int]:
+    return {k: first.get(k, 0) + then.get(k, 0) for k in sorted({*first, *then})}
+
+
+def _apply_part(
+    source: SourceConfig,
+    data: DataFrame,
+    events: list[DdlEvent],
+    log: Callable[[], DataFrame],
+    lake: Store,
+    engine: TableEngine,
+    batch: str,
+    commit_info: dict[str, str],
+    loaded_at: datetime,
+    recluster: bool,
+) -> AppliedChanges:
+    """Apply one part of a batch (`_parts_at_renames`): its data changes and DDL messages."""
+    moves = read_moves(lake, source.name)  # renames and drops already performed (by earlier or later hours)
+    events_by_table = _events_by_table(events, moves)
+    data = with_moves(data, moves, change_place(source.format))
+    data = with_order(with_segments(data, events_by_table), source.format)
+    applied = applied_changes(engine, lake, source.name, source.source_dialect, moves, source.lower_case_table_names)
     configured = {source.table_name(name): list(key) for name, key in source.primary_keys.items()}
     ignore_case = S.columns_ignore_case(source.source_dialect)
     data = declared_as_later(
@@ -209,7 +284,7 @@ def apply_changes(
     keyless = counted_once + around_ddl
     shapes = keyed + keyless
     counts_per_table = in_batch.counts
-    multisets = _Multisets(engine, source, data, log, moves, identities, applied)
+    multisets = _Multisets(engine, source, data, log, moves, applied)
     actions = None
     if keyed:
         actions = key_actions(data.where(~_among(keyless)), keyed, source.format)
@@ -534,7 +609,7 @@ class _Batch:
         had = [e for e in events[:segment] if e.status in (D.APPLIED, D.NO_OP)]
         late = [e for e in events[segment:] if mark is not None and e.seq is not None and e.position[:2] <= mark]
         performed = [(e.position, op) for e in had + late for op in _image_changes(e, any_status=True)]
-        dropped = next((e.position[:2] for e in reversed(events[:segment]) if _drops_table(e)), None)
+        dropped = next((e.point for e in reversed(events[:segment]) if _drops_table(e)), None)
         actions = self.multisets.segment(identity, segment, bound, performed, uri if exists else None, recount, dropped)
         columns = dict(shape.columns) if shape else {}
         if exists:  # every column the table has, so that recounted rows keep their values
@@ -712,16 +787,17 @@ class _Multisets:
     """The keyless tables' side of a batch: the change log (read once, when first needed), the column renames
     and drops applied so far, and the counted actions of one table segment around the batch's DDL."""
 
-    def __init__(self, engine, source: SourceConfig, data: DataFrame, log, moves, identities, applied) -> None:
+    def __init__(self, engine, source: SourceConfig, data: DataFrame, log, moves, applied) -> None:
         self.engine, self.source, self.data = engine, source, data
-        self._log, self.moves, self.identities = log, moves, identities
+        self._log, self.moves = log, moves
         self._history: DataFrame | None = None
         self._changes: dict[TableId, list[ColumnChange]] = applied
 
     def history(self) -> DataFrame:
         if self._history is None:
-            log_rows = with_moves(self._log().where(F.col("kind") == C.DATA), self.moves)
-            self._history = with_order(with_identities(log_rows, self.identities), self.source.format)
+            place = change_place(self.source.format)
+            log_rows = with_moves(self._log().where(F.col("kind") == C.DATA), self.moves, place)
+            self._history = with_order(log_rows, self.source.format)
         return self._history
 
     def column_changes(self) -> dict[TableId, list[ColumnChange]]:
@@ -735,7 +811,7 @@ class _Multisets:
         performed: list[ColumnChange],
         uri: str | None,
         recount: bool,
-        dropped: Order | None = None,
+        dropped: E.Point | None = None,
     ) -> DataFrame:
         """The counted actions of one keyless table segment: the contents its changes touch (all contents when
         `recount`), counted over the log since the table's truncation and before `bound` (the next DDL to
@@ -749,7 +825,7 @@ class _Multisets:
         batch_rows = self.data.where(table & (F.col("segment") == segment))
         history = self.history().where(table)
         if dropped is not None:
-            history = with_moves(history, [TableMove(identity, None, dropped)])
+            history = with_moves(history, [TableMove(identity, None, dropped)], change_place(self.source.format))
         if bound is not None:
             history = history.where(change_position() < position_literal(bound))
         since = truncation_mark(self.engine, uri) if uri else None
@@ -774,34 +850,19 @@ def recluster_due(source: SourceConfig, hour: datetime) -> bool:
     return every > 0 and int(hour.timestamp()) // 3600 % every == 0
 
 
-def renamed_identities(events: list[DdlEvent]) -> dict[TableId, TableId]:
-    """(db, table) names that a RENAME in this batch gave to a table -> its name before the batch."""
-    identities: dict[TableId, TableId] = {}
-    for event in events:
-        if isinstance(event.statement, S.Statement):
-            for op in event.statement.operations:
-                if isinstance(op, S.RenameTable):
-                    new = (op.new.db or event.db, op.new.table)
-                    identities[new] = identities.get((event.db, event.table), (event.db, event.table))
-    return identities
-
-
-def _events_by_table(
-    events: list[DdlEvent], identities: dict[TableId, TableId], moves: list[TableMove]
-) -> dict[TableId, list[DdlEvent]]:
-    """Each DDL message under the silver table it acts on: where moves sent its table, under the table's name
-    before this batch's renames."""
+def _events_by_table(events: list[DdlEvent], moves: list[TableMove]) -> dict[TableId, list[DdlEvent]]:
+    """Each DDL message under the silver table it acts on: where moves sent its table."""
     by_table: dict[TableId, list[DdlEvent]] = {}
     for event in events:
         if event.seq is None or not event.table:
             event.status, event.detail = D.SKIPPED, _reason(event)
             event.unsupported = isinstance(event.statement, S.Unsupported)
             continue
-        name = resolve((event.db, event.table), event.position[:2], moves)
+        name = resolve((event.db, event.table), event.point, moves)
         if name is None:
             event.status, event.detail = D.SKIPPED, "its table was dropped at or after this point"
             continue
-        by_table.setdefault(identities.get(name, name), []).append(event)
+        by_table.setdefault(name, []).append(event)
     return by_table
 
 
@@ -809,25 +870,15 @@ def _reason(event: DdlEvent) -> str:
     return event.statement.reason if isinstance(event.statement, S.Unsupported) else "database-level statement"
 
 
-def with_identities(data: DataFrame, identities: dict[TableId, TableId]) -> DataFrame:
-    """Changes to a table renamed in this batch, under the name it had before (they continue its table)."""
-    if not identities:
-        return data
-    lookup = per_table({new: table_id_literal(old) for new, old in identities.items()})
-    return data.withColumn("db", F.coalesce(lookup["db"], "db")).withColumn(
-        "table", F.coalesce(lookup["table"], "table")
-    )
-
-
 def with_segments(data: DataFrame, events_by_table: dict[TableId, list[DdlEvent]]) -> DataFrame:
     """Adds `segment`: how many of its table's DDL messages precede the change in the sequence."""
     if not events_by_table:
         return data.withColumn("segment", F.lit(0))
-    position = change_position()
+    at = change_position()
     boundaries = per_table(
         {name: F.array(*(position_literal(e.position) for e in events)) for name, events in events_by_table.items()}
     )
-    before = F.size(F.filter(boundaries, lambda b: b < position))
+    before = F.size(F.filter(boundaries, lambda b: b < at))
     return data.withColumn("segment", F.when(boundaries.isNull(), F.lit(0)).otherwise(before))
 
 

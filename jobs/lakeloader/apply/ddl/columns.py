@@ -69,10 +69,9 @@ def applied_changes(
     source: str,
     dialect: str,
     moves: list[TableMove],
-    identities: dict[TableId, TableId],
     lower_case_table_names: bool = False,
 ) -> dict[TableId, list[ColumnChange]]:
-    """Per table (under its name in this batch): the renames and drops performed so far, from the schema history.
+    """Per table (under its name now, after `moves`): the renames and drops performed so far, from the schema history.
 
     With those that changed nothing then (the column was absent, or the table not loaded yet): a change older
     than `DROP COLUMN c`, applied after it, must not bring `c` back either."""
@@ -83,7 +82,7 @@ def applied_changes(
         name = resolve(recorded_as, position[:2], moves)
         if status in PERFORMED and name is not None:
             for op in image_changes(statement.operations):
-                changes.setdefault(identities.get(name, name), []).append((position, op))
+                changes.setdefault(name, []).append((position, op))
     return changes
 
 
