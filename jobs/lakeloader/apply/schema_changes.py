@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeloader.apply import multiset
+from lakeloader.apply.change_set import arrow_mask
 from lakeloader.apply.ddl import defaults
 from lakeloader.apply.ddl import statements as S
 from lakeloader.apply.ddl.late import NamedAgain, in_the_past
@@ -35,7 +36,7 @@ from lakeloader.parse.framing import CASE_TWINS, RESERVED_COLUMNS, RESERVED_PREF
 
 SCHEMA_SEQ_PROPERTY = "lakeloader.schemaSeq"
 APPLIED, NO_OP, SKIPPED, FAILED = "applied", "no-op", "skipped", "failed"
-OrderKey = tuple[Decimal, Decimal]  # (seq, seq2): the schema mark's, the moves ledger's
+OrderKey = tuple[Decimal, Decimal]  # (seq, seq2): the schema mark's
 
 
 class UnsupportedOperation(LakeloaderError):
@@ -489,16 +490,11 @@ def _merge_renamed(
     return Outcome(APPLIED, f"renamed column {old} to {new}, which newer changes had added: merged by row age")
 
 
-def _older_than(rows: pa.Table, order: E.Point) -> pa.ChunkedArray:
+def _older_than(rows: pa.Table, order: E.Point) -> pa.ChunkedArray | pa.Array:
     """Which rows' last change is older than a statement at `order` (a NULL position is the oldest)."""
-    first, second = (pa.scalar(Decimal(v), pa.decimal128(38, 0)) for v in order[:2])
-    held = rows[E.POSITION] if E.POSITION in rows.column_names else pa.nulls(rows.num_rows, pa.string())
-    position = pc.fill_null(held.cast(pa.string()), E.NULL_AS_OLDEST[E.POSITION])
-    same_key = pc.and_(pc.equal(rows[E.SEQ], first), pc.equal(rows[E.SEQ2], second))
-    return pc.or_(
-        pc.or_(pc.less(rows[E.SEQ], first), pc.and_(pc.equal(rows[E.SEQ], first), pc.less(rows[E.SEQ2], second))),
-        pc.and_(same_key, pc.less(position, order[2])),
-    )
+    if E.POSITION not in rows.column_names:  # rows of a table written before changes held their position
+        rows = rows.append_column(E.POSITION, pa.nulls(rows.num_rows, pa.string()))
+    return pc.fill_null(arrow_mask(rows, E.before(E.ORDERING_COLUMNS, order)), False)
 
 
 def _merged_type(first: str, second: str) -> str | None:
