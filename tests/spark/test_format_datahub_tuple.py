@@ -91,6 +91,26 @@ def test_json_lines_give_the_same_rows_as_csv(sample_rows):
     assert [{f: r[f] for f in fields} for r in json_rows] == [{f: r[f] for f in fields} for r in csv_rows[1:]]
 
 
+@pytest.mark.parametrize("fmt", ["datahub_tuple", "auto"])
+def test_csv_rows_are_not_held_to_jsons_text_rules_and_json_lines_are(spark, tmp_path, fmt):
+    """A CSV field may hold a raw tab and the text \\ud800 (JSON allows neither, the second read as an escaped
+    lone surrogate): the CSV row loads them as written; a JSON line holding the escape is quarantined."""
+    text = "a\tb \\ud800"
+    csv_row = f'1,"{text}",10.50,2022-04-15 03:02:06,1649991610688000000,I,1649991726000,orders,N,Y'
+    (tmp_path / "rows.CSV").write_text(f"{HEADER}\n{csv_row}\n")
+    json_line = SAMPLE_JSON.read_text().splitlines()[0].replace("Smith, Anna", "\\ud800")
+    (tmp_path / "rows.jsonl").write_text(json_line + "\n")
+
+    rows = parse_files(spark, source_for(fmt, **CONFIG), tmp_path / "rows.CSV", tmp_path / "rows.jsonl")
+
+    csv_header, csv_insert, json_insert = rows
+    assert (csv_header["outcome"], csv_insert["outcome"], csv_insert["after"]["name"]) == ("control", "data", text)
+    assert (json_insert["outcome"], json_insert["reject_reason"]) == (
+        "quarantined",
+        "message holds an escaped UTF-16 surrogate that is not half of a pair: \\ud800",
+    )
+
+
 def test_unconfigured_columns_are_strings(spark):
     rows = parse_files(spark, tuple_source(column_types={}), SAMPLE_JSON)
     assert {c["type"] for c in rows[0]["columns"]} == {"string"}

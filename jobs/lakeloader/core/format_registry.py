@@ -42,6 +42,10 @@ class Shape:
     file_name: str | None = None  # regular expression the export file's name matches, whatever the message
 
 
+# an export file of CSV lines (DataHub TUPLE's): its name ends in .csv, perhaps followed by a compression suffix
+CSV_FILE = r"(?i)\.csv(\.[a-z0-9]+)?$"
+
+
 @dataclass(frozen=True)
 class Format:
     """A value of a source's `format`. The flags say what its messages hold; what they lack, the source
@@ -50,7 +54,9 @@ class Format:
     name: str
     parser: str  # "module:function", `(lines, source) -> DataFrame` (docs/architecture.md, "Parse")
     binary: bool = False  # messages are bytes: Base64 in text files and export envelopes, never concatenated
-    json: bool = True  # every message is JSON text: JSON's rule on control characters applies before parsing
+    # every message is JSON text (but for the lines of files its `file_name` shapes name, e.g. DataHub's CSV): JSON's
+    # rules on control characters and escapes apply before parsing (lakeloader.parse.framing)
+    json: bool = True
     names_db: bool = True  # False: messages name the table only; the source's `db` (required) names the database
     names_table: bool = True  # False: `topic_tables` (required) maps the export's topic directory to the table
     names_key: bool = True  # False: messages name no primary key; `primary_keys` configures it
@@ -92,13 +98,12 @@ FORMATS: dict[str, Format] = {  # in the order the README and the configuration'
         Format(
             "datahub_tuple",
             "lakeloader.parse.formats.datahub_tuple:parse",
-            json=False,  # also CSV
             names_db=False,
             names_key=False,
             typed=False,
             ddl=False,
             shapes=(
-                Shape(1, file_name=r"\.csv(\.[A-Za-z0-9]+)?$"),
+                Shape(1, file_name=CSV_FILE),
                 Shape(6, keys=("_sequence_id_", "_operation_type_")),
             ),
         ),
@@ -160,6 +165,13 @@ FORMATS: dict[str, Format] = {  # in the order the README and the configuration'
         Format("auto", "lakeloader.parse.formats.auto:parse", recognises=True),  # a configured format always wins
     )
 }
+
+
+def not_json_files(name: str) -> tuple[str, ...]:
+    """Regular expressions of the export file names whose lines are not JSON for a source of format `name`: its
+    shapes' (for `auto`, every format's) `file_name`."""
+    formats = FORMATS.values() if FORMATS[name].recognises else (FORMATS[name],)
+    return tuple(dict.fromkeys(s.file_name for f in formats for s in f.shapes if s.file_name))
 
 
 def names(where: Callable[[Format], bool] = lambda _: True) -> tuple[str, ...]:

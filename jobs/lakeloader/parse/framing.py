@@ -55,7 +55,7 @@ from pyspark.sql import functions as F
 from lakeloader.core import zones
 from lakeloader.core.compression import GZIP_SUFFIX, salvage, unsupported_compression
 from lakeloader.core.config import SourceConfig
-from lakeloader.core.format_registry import FORMATS
+from lakeloader.core.format_registry import FORMATS, not_json_files
 from lakeloader.land.step import RawFiles
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats.common import MESSAGE_BYTES, REJECT_REASON, TOMBSTONE, UNWRAP_ERROR, base64_text
@@ -118,7 +118,16 @@ def read_messages(spark: SparkSession, files: RawFiles, source: SourceConfig, ba
         messages = messages.withColumn("origin_file", F.coalesce(keys[F.col("origin_file")], F.col("origin_file")))
     if _may_name_offsets(files):
         messages = with_offsets_of_file_names(messages, source.export_layout)
-    return guarded(messages, source.max_message_bytes, json_text=FORMATS[source.format].json)
+    return guarded(messages, source.max_message_bytes, json_text(source.format))
+
+
+def json_text(fmt: str) -> Column:
+    """Which messages of a source of format `fmt` are JSON text: all, or those not in files whose lines are not
+    (a DataHub TUPLE CSV file, `not_json_files`), or none."""
+    if not FORMATS[fmt].json:
+        return F.lit(False)
+    others = not_json_files(fmt)
+    return ~F.col("origin_file").rlike("|".join(others)) if others else F.lit(True)
 
 
 # `<topic>+<partition>+<start offset>[.extension]`: the Kafka Connect S3 sink's object names (kcat-based
@@ -158,9 +167,10 @@ TOO_LARGE = "message too large: {} bytes (max_message_bytes {})"
 NOT_UTF8 = "message is not valid UTF-8 text"
 
 
-def guarded(messages: DataFrame, max_bytes: int, json_text: bool = True) -> DataFrame:
+def guarded(messages: DataFrame, max_bytes: int, json_text: Column) -> DataFrame:
     """Messages with the byte-level checks applied (module docstring): the first problem of a message without a
-    framing error becomes its framing error; a too-large message's text becomes empty."""
+    framing error becomes its framing error; a too-large message's text becomes empty. `json_text`: which
+    messages are JSON text (JSON's rules on control characters and escapes apply)."""
     text = F.col("text")
     size = F.octet_length(text)  # the UTF8String's byte count: no decoding, no copy
     too_large = size > max_bytes
@@ -168,9 +178,8 @@ def guarded(messages: DataFrame, max_bytes: int, json_text: bool = True) -> Data
     problem = F.when(too_large, F.format_string(TOO_LARGE.replace("{}", "%d"), size, F.lit(max_bytes))).when(
         ~valid, F.lit(NOT_UTF8)
     )
-    if json_text:
-        found = F.call_function(JSON_TEXT_PROBLEM, text.cast("binary"))  # a byte scan in the JVM
-        problem = problem.when(found.isNotNull(), found)
+    found = F.when(json_text, F.call_function(JSON_TEXT_PROBLEM, text.cast("binary")))  # a byte scan in the JVM
+    problem = problem.when(found.isNotNull(), found)
     return messages.withColumns(
         {
             UNWRAP_ERROR: F.coalesce(F.col(UNWRAP_ERROR), problem),

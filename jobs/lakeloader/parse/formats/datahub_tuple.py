@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lakeloader.core.config import SourceConfig
+from lakeloader.core.format_registry import CSV_FILE
 from lakeloader.parse import canonical as C
 from lakeloader.parse.formats.common import (
     COMMON_CASE,
@@ -200,7 +201,7 @@ def _execute_time(excute_time: Column) -> Column:
 
 def _is_csv() -> Column:
     """Whether the line is from a CSV export file (its name ends in .csv, optionally with a compression suffix)."""
-    return F.lower("origin_file").rlike(r"\.csv(\.[a-z0-9]+)?$")
+    return F.col("origin_file").rlike(CSV_FILE)
 
 
 def _rows(lines: DataFrame) -> DataFrame:
