@@ -276,6 +276,41 @@ def test_a_table_moved_and_created_again_in_one_second_keeps_the_changes_sent_af
     assert silver_rows(config, "shop", "r") == [{"id": 5, "v": "new"}]
 
 
+@pytest.mark.parametrize("hours", [[H5], [H5, H5]])
+def test_changes_sent_after_a_statement_in_its_second_are_newer_than_the_tables_last_ddl(spark, tmp_path, hours):
+    """A table's schema mark (its last statement) is a point: a change of the statement's second sent after it is
+    newer, so a column only the data declares (its ADD COLUMN not exported) is added with its values; a keyless
+    table's contents are counted between two statements of one second."""
+    config = source_for("canal_json", tmp_path)
+    declared = {"id": "int", "w": "varchar(5)"}
+
+    def keyless(row: dict, columns: dict) -> str:
+        return insert_at("k", row, declared=columns, key=())
+
+    hour5 = [
+        insert_at("t", {"id": "1", "v": "a"}),
+        ddl_at("t", "ALTER TABLE t DROP COLUMN v"),
+        insert_at("t", {"id": "2", "w": "b"}, declared=declared),
+        ddl_at("t", "ALTER TABLE t ADD COLUMN z INT DEFAULT 5"),
+        insert_at("t", {"id": "3", "w": "c", "z": "1"}, declared=declared | {"z": "int"}),
+        keyless({"a": "x", "c": "1"}, {"a": "varchar(5)", "c": "int"}),
+        ddl_at("k", "ALTER TABLE k RENAME COLUMN a TO b"),
+        keyless({"b": "y", "c": "2"}, {"b": "varchar(5)", "c": "int"}),
+        ddl_at("k", "ALTER TABLE k DROP COLUMN c"),
+        keyless({"b": "z"}, {"b": "varchar(5)"}),
+    ]
+    write_export(config, "shop/canal-0005.json", hour5, H5)
+
+    run(spark, config, hours)
+
+    assert silver_rows(config, "shop", "t") == [
+        {"id": 1, "z": 5, "w": None},
+        {"id": 2, "z": 5, "w": "b"},
+        {"id": 3, "z": 1, "w": "c"},
+    ]
+    assert sorted(row["b"] for row in silver_rows(config, "shop", "k")) == ["x", "y", "z"]
+
+
 def test_paimon_schema_evolution_messages(parse_messages):
     lines = [line for n in range(1, 6) for line in lines_of(PAIMON / "schemaevolution" / f"canal-data-{n}.txt")]
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from lakeloader.apply.ddl.points import change_point, point_literal
 from lakeloader.apply.key_actions import POSITION
 from lakeloader.apply.table_identity import per_table, table_id, table_id_literal
 from lakeloader.engine import base as E
@@ -131,11 +132,5 @@ def _deduplicated(history: DataFrame) -> DataFrame:
 def _not_before(since: dict[tuple[str, str], E.Point]) -> Column:
     """Steps at or after their table's last TRUNCATE (all steps of tables never truncated): in the total order,
     so a step of the truncation's second sent before it is older."""
-
-    def point(seq: Column, seq2: Column, position: Column) -> Column:
-        return F.struct(
-            seq.cast(C.SEQ_TYPE).alias("seq"), seq2.cast(C.SEQ_TYPE).alias("seq2"), position.alias("position")
-        )
-
-    mark = per_table({name: point(F.lit(s), F.lit(s2), F.lit(p)) for name, (s, s2, p) in since.items()})
-    return mark.isNull() | (point(F.col("seq"), F.col("seq2"), F.coalesce(F.col(POSITION), F.lit(""))) >= mark)
+    mark = per_table({name: point_literal(point) for name, point in since.items()})
+    return mark.isNull() | (change_point(F.col("seq"), F.col("seq2"), F.col(POSITION)) >= mark)

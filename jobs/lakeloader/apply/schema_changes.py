@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,7 +35,6 @@ from lakeloader.parse.framing import CASE_TWINS, RESERVED_COLUMNS, RESERVED_PREF
 
 SCHEMA_SEQ_PROPERTY = "lakeloader.schemaSeq"
 APPLIED, NO_OP, SKIPPED, FAILED = "applied", "no-op", "skipped", "failed"
-OrderKey = tuple[Decimal, Decimal]  # (seq, seq2): the schema mark's
 
 
 class UnsupportedOperation(LakeloaderError):
@@ -68,9 +66,11 @@ class Outcome:
     detail: str
 
 
-def schema_mark(engine: TableEngine, uri: str) -> OrderKey | None:
+def schema_mark(engine: TableEngine, uri: str) -> E.Point | None:
+    """The point of the last statement that changed the table (recorded before marks held a position: the first
+    place of its (seq, seq2), E.point)."""
     recorded = engine.properties(uri).get(SCHEMA_SEQ_PROPERTY) if engine.exists(uri) else None
-    return (Decimal(json.loads(recorded)[0]), Decimal(json.loads(recorded)[1])) if recorded else None
+    return E.point(json.loads(recorded)) if recorded else None
 
 
 def perform(
@@ -124,8 +124,8 @@ def perform(
     outcomes = [_perform(engine, lake, location, op, order, commit_info) for op in _adds_joined(operations)]
     uri = lake.child(location.silver_key())
     mark = schema_mark(engine, uri)
-    if any(o.status == APPLIED for o in outcomes) and engine.exists(uri) and (mark is None or order[:2] > mark):
-        engine.set_properties(uri, {SCHEMA_SEQ_PROPERTY: json.dumps([str(v) for v in order[:2]])}, commit_info)
+    if any(o.status == APPLIED for o in outcomes) and engine.exists(uri) and (mark is None or order > mark):
+        engine.set_properties(uri, {SCHEMA_SEQ_PROPERTY: json.dumps([str(v) for v in order])}, commit_info)
     status = APPLIED if any(o.status == APPLIED for o in outcomes) else NO_OP
     placed = f"{_OLDER}, performed in its place: " if newer else ""
     return Outcome(status, placed + "; ".join(o.detail for o in outcomes))

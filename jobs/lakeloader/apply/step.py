@@ -55,11 +55,13 @@ from lakeloader.apply.ddl.columns import (
 )
 from lakeloader.apply.ddl.events import DdlEvent, ddl_events, record_history
 from lakeloader.apply.ddl.moves import TableMove, read_moves, resolve, with_moves
+from lakeloader.apply.ddl.points import change_point, point_literal
 from lakeloader.apply.ddl.truncations import read_truncations
 from lakeloader.apply.ddl.types import spark_type_of_arrow
 from lakeloader.apply.ddl.widening import widest
 from lakeloader.apply.key_actions import (
     DEFAULT_RANK,
+    POSITION,
     TableShape,
     batch_tables,
     change_place,
@@ -582,7 +584,7 @@ class _Batch:
         missing = [name for name, _ in shape.columns if name not in existing and name in change_set.schema.names]
         if not missing:
             return change_set
-        newer = E.after((E.SEQ, E.SEQ2), mark)
+        newer = E.after(E.ORDERING_COLUMNS, mark)
         declared = _declared_after(actions, shape, mark) if change_set.count_where(newer) else set()
         change_set = change_set.drop([name for name in missing if name not in declared])
         return change_set.values_only_where([name for name in missing if name in declared], newer)
@@ -607,7 +609,7 @@ class _Batch:
         # the renames and drops the table has had: performed in this batch (also when they changed nothing then),
         # and those still to perform that are older than its last DDL (late, so its schema names what they name)
         had = [e for e in events[:segment] if e.status in (D.APPLIED, D.NO_OP)]
-        late = [e for e in events[segment:] if mark is not None and e.seq is not None and e.position[:2] <= mark]
+        late = [e for e in events[segment:] if mark is not None and e.seq is not None and e.point <= mark]
         performed = [(e.position, op) for e in had + late for op in _image_changes(e, any_status=True)]
         dropped = next((e.point for e in reversed(events[:segment]) if _drops_table(e)), None)
         actions = self.multisets.segment(identity, segment, bound, performed, uri if exists else None, recount, dropped)
@@ -734,12 +736,10 @@ def _held_as_text(engine: TableEngine, uri: str, columns: pa.Schema, shape: Tabl
     return {name for name in other if engine.row_count(uri, E.NotNull(name)) > 0}
 
 
-def _declared_after(actions: DataFrame, shape: TableShape, mark: tuple[Decimal, Decimal]) -> set[str]:
+def _declared_after(actions: DataFrame, shape: TableShape, mark: E.Point) -> set[str]:
     """The columns that the segment's changes newer than `mark` carry."""
     selected = segment_rows(shape)
-    seq, seq2 = F.col("seq").cast(C.SEQ_TYPE), F.col("seq2").cast(C.SEQ_TYPE)
-    first, second = F.lit(mark[0]).cast(C.SEQ_TYPE), F.lit(mark[1]).cast(C.SEQ_TYPE)
-    newer = (seq > first) | ((seq == first) & (seq2 > second))
+    newer = change_point(F.col("seq"), F.col("seq2"), F.col(POSITION)) > point_literal(mark)
     names = actions.where(selected & newer).select(F.explode(F.map_keys("image")).alias("name")).distinct()
     return {r["name"] for r in names.collect()}
 
@@ -766,13 +766,13 @@ def _drops_table(event: DdlEvent) -> bool:
     )
 
 
-def _bounds_counting(event: DdlEvent, mark: tuple[Decimal, Decimal] | None) -> bool:
+def _bounds_counting(event: DdlEvent, mark: E.Point | None) -> bool:
     """Whether a keyless table's contents are counted up to a DDL message still to perform: parsed, newer than
     `mark`, and changing which rows a content is (a rename or drop of a column, a truncate, a drop or rename of
     the table). Not at an added column or a type change: a content's count then takes every change the log has,
     also those newer than the statement that earlier batches applied (an hour run after a later one)."""
     statement = event.statement
-    if not isinstance(statement, S.Statement) or event.seq is None or (mark is not None and event.position[:2] <= mark):
+    if not isinstance(statement, S.Statement) or event.seq is None or (mark is not None and event.point <= mark):
         return False
     return any(_bounds(op) for op in statement.operations)
 

@@ -19,10 +19,10 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from lakeloader.apply.ddl.points import change_point, point_literal
 from lakeloader.apply.table_identity import TableId
 from lakeloader.core.storage import Store
 from lakeloader.engine import base as E
-from lakeloader.parse import canonical as C
 
 # The place of a move recorded as (seq, seq2) alone (before moves recorded their point): after every change of
 # that key, as those moves were read (positions start with a digit, and '~' sorts after every character they use)
@@ -141,7 +141,4 @@ def with_moves(data: DataFrame, moves: list[TableMove], place: Column) -> DataFr
 
 
 def _not_newer(point: E.Point, place: Column) -> Column:
-    seq, seq2 = F.col("seq").cast(C.SEQ_TYPE), F.col("seq2").cast(C.SEQ_TYPE)
-    first, second = F.lit(point[0]).cast(C.SEQ_TYPE), F.lit(point[1]).cast(C.SEQ_TYPE)
-    same_key = (seq == first) & (seq2 == second)
-    return (seq < first) | ((seq == first) & (seq2 < second)) | (same_key & (place <= F.lit(point[2])))
+    return change_point(F.col("seq"), F.col("seq2"), place) <= point_literal(point)
