@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 
+import pytest
 from format_support import (
     FIXTURES,
     parse_files,
@@ -17,6 +19,8 @@ from format_support import (
     source_for,
     write_export,
 )
+
+from lakeloader.core import zones
 
 DEFAULT = FIXTURES / "oms_default"
 EXTEND = FIXTURES / "oms_default_extend_column_type"
@@ -309,6 +313,63 @@ def test_extend_loads_end_to_end(spark, tmp_path):
         {"id": 2, "name": "bobby", "amount": Decimal("2.125"), "born": datetime(1990, 1, 31).date(), "flag": True},
         {"id": 3, "name": "cy", "amount": Decimal("3.000"), "born": datetime(1990, 1, 31).date(), "flag": False},
     ]
+
+
+H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
+H6 = H5 + timedelta(hours=1)
+
+
+@pytest.mark.parametrize("hours", [[H5, H6], [H6, H5], [H5, H6, H5]])
+def test_ddl_without_store_data_sequence_opening_its_file_follows_its_seconds_changes_of_the_hour_before(
+    spark, tmp_path, hours
+):
+    """A statement first in its file (the next hour's export) whose storeDataSequence is null comes after the
+    changes of its second sent in the hour before and before those after it in its file, whatever order the hours
+    run in: the TRUNCATE empties the row inserted before it, the DEFAULT fills it (also when only a later second
+    follows the statement), the RENAME TABLE takes it to the new name."""
+    tables = ("t_trunc", "t_add", "t_late", "t_ren", "t_ren2")
+    source = source_for("oms_default", tmp_path, column_types={f"tenant.shop.{t}": {"id": "bigint"} for t in tables})
+
+    def change(table: str, n: int, row: dict, second: int = 1700000000) -> str:
+        sequence = str(second * 100000 + n)
+        return oms("INSERT", row, table_name=table, storeDataSequence=sequence, timestamp=str(second))
+
+    def ddl(table: str, text: str) -> str:
+        return oms("DDL", {"ddl": text}, table_name=table, record_primary_key=None, storeDataSequence=None)
+
+    write_export(
+        source,
+        "topic/0005.json",
+        [
+            change("t_trunc", 1, {"id": 1, "a": "before"}),
+            change("t_add", 2, {"id": 1, "a": "x"}),
+            change("t_late", 3, {"id": 1, "a": "x"}),
+            change("t_ren", 4, {"id": 1, "a": "x"}),
+        ],
+        H5,
+    )
+    opening = {
+        "t_trunc": [ddl("t_trunc", "truncate table shop.t_trunc"), change("t_trunc", 6, {"id": 2, "a": "after"})],
+        "t_add": [
+            ddl("t_add", "alter table shop.t_add add column c varchar(30) default 'dflt'"),
+            change("t_add", 8, {"id": 2, "a": "y", "c": "own"}),
+        ],
+        "t_late": [
+            ddl("t_late", "alter table shop.t_late add column c varchar(30) default 'dflt'"),
+            change("t_late", 1, {"id": 2, "a": "y", "c": "own"}, second=1700000001),
+        ],
+        "t_ren": [ddl("t_ren", "rename table shop.t_ren to shop.t_ren2"), change("t_ren2", 10, {"id": 2, "a": "y"})],
+    }
+    for table, lines in opening.items():
+        write_export(source, f"topic/0006-{table}.json", lines, H6)
+
+    run(spark, source, hours)
+
+    assert silver_rows(source, "tenant.shop", "t_trunc") == [{"id": 2, "a": "after"}]
+    filled = [{"id": 1, "a": "x", "c": "dflt"}, {"id": 2, "a": "y", "c": "own"}]
+    assert silver_rows(source, "tenant.shop", "t_add") == silver_rows(source, "tenant.shop", "t_late") == filled
+    assert silver_rows(source, "tenant.shop", "t_ren2") == [{"id": 1, "a": "x"}, {"id": 2, "a": "y"}]
+    assert not (Path(source.lake_root) / zones.silver_table_dir(source.name, "tenant.shop", "t_ren")).exists()
 
 
 def test_ddl_without_store_data_sequence_takes_its_place_in_the_file_among_changes_of_its_second(spark, tmp_path):

@@ -7,6 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+import pytest
 from format_support import FIXTURES, lines_of, run, silver_rows, source_for, write_export
 
 from lakeloader.core.config import SourceConfig
@@ -261,3 +262,22 @@ def test_ddl_without_a_scn_takes_its_place_in_the_file_among_changes_with_one(sp
     run(spark, config)
 
     assert silver_rows(config, "shop", "orders") == [{"id": "1", "c": "d"}, {"id": "2", "c": "own"}]
+
+
+@pytest.mark.parametrize("hours", [[H5, H5 + timedelta(hours=1)], [H5 + timedelta(hours=1), H5]])
+def test_ddl_without_a_scn_opening_its_file_follows_the_changes_of_the_hour_before(spark, tmp_path, hours):
+    # the statement first in the next hour's export: after the insert the hour before sent, before the one after it
+    config = source_for("shareplex_json", tmp_path, primary_keys={"shop.orders": ("id",)})
+    meta = {"op": "ddl", "table": "shop.orders", "scn": "null", "seq": 1, "time": "2026-11-21T05:59:59"}
+    truncate = json.dumps({"meta": meta, "data": {}, "sql": {"ddl": "TRUNCATE TABLE shop.orders"}})
+    write_export(config, "orders/sp-0005.json", [shareplex("ins", 1671205980000001, {"id": "1", "name": "a"})], H5)
+    write_export(
+        config,
+        "orders/sp-0006.json",
+        [truncate, shareplex("ins", 1671205980000003, {"id": "2", "name": "b"})],
+        H5 + timedelta(hours=1),
+    )
+
+    run(spark, config, hours)
+
+    assert silver_rows(config, "shop", "orders") == [{"id": "2", "name": "b"}]

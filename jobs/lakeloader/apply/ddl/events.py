@@ -86,16 +86,19 @@ _LARGEST_SEQ = Decimal(10**38 - 1)
 
 
 def _placed_in_file(bronze: DataFrame, rows: list) -> dict[tuple[str, int], tuple[Decimal, Decimal]]:
-    """The ordering key of each DDL message sent without one where the data messages before it in its file have
-    it: right after the greatest of their keys.
+    """The ordering key of each DDL message sent without one, from the data messages of its file around it.
 
     OMS sends a DDL message without `storeDataSequence`, DataWorks 2.0 with `"scn": "null"` and OMS's SharePlex with
     `"scn": "null"` (seed 002), while their data messages carry one: such a statement's key is 0 in that part, and it
     would sort before every change of its second (millisecond), or (SharePlex) before every change with a scn,
     wherever it was sent (a TRUNCATE sent after an INSERT kept the row, an ADD COLUMN ... DEFAULT missed it). Its
-    place in the export says where it is: after the changes its file sent before it (of its `seq` when only its
-    `seq2` is 0), before those after it, whose keys are greater (or equal, and later in the file). So it takes the
-    greatest key before it with `seq2` one more. One small query, only for a batch holding such a message."""
+    place in the export says where it is (of its `seq` when only its `seq2` is 0):
+    - after the data messages its file sent before it: the greatest of their keys, with `seq2` one more;
+    - first in its file (often: the first message of an hour's export): the key of the first data message after
+      it, whose export position (line, offset) then puts the statement before it and after every change with
+      that key sent in an earlier file or hour; when only later seconds follow it, the last place of its second.
+    A file's data before it that are of no use (an earlier second) leave it first in its second. One small query,
+    only for a batch holding such a message; a statement with no data in its file keeps its key."""
     unplaced = {
         (r["origin_file"], r["seq"], r["seq2"], r["origin_line"])
         for r in rows
@@ -106,18 +109,34 @@ def _placed_in_file(bronze: DataFrame, rows: list) -> dict[tuple[str, int], tupl
     statements = bronze.sparkSession.createDataFrame(
         sorted(unplaced), "ddl_file string, ddl_seq decimal(38,0), ddl_seq2 decimal(38,0), ddl_line bigint"
     )
-    seq, seq2 = F.col("seq"), F.col("seq2")
-    without_seq = (F.col("ddl_seq") == 0) & (seq > 0)
-    without_seq2 = (F.col("ddl_seq2") == 0) & (seq == F.col("ddl_seq")) & (seq2 > 0)
-    before = (F.col("origin_file") == F.col("ddl_file")) & (F.col("origin_line") < F.col("ddl_line"))
+    seq, seq2, ddl_seq = F.col("seq"), F.col("seq2"), F.col("ddl_seq")
+    only_seq2 = (F.col("ddl_seq2") == 0) & (ddl_seq > 0)
+    usable = ((ddl_seq == 0) & (seq > 0)) | ((F.col("ddl_seq2") == 0) & (seq == ddl_seq) & (seq2 > 0))
+    before, after = F.col("origin_line") < F.col("ddl_line"), F.col("origin_line") > F.col("ddl_line")
+    key = F.struct(seq.alias("seq"), seq2.alias("seq2"))
     found = (
         bronze.where(F.col("kind") == C.DATA)
-        .join(F.broadcast(statements), before & (without_seq | without_seq2))
-        .groupBy("ddl_file", "ddl_line")
-        .agg(F.max(F.struct(seq.alias("seq"), seq2.alias("seq2"))).alias("m"))
+        .join(F.broadcast(statements), F.col("origin_file") == F.col("ddl_file"))
+        .groupBy("ddl_file", "ddl_line", "ddl_seq")
+        .agg(
+            F.max(F.when(before & usable, key)).alias("before"),
+            F.max(before).alias("any_before"),
+            F.min(F.when(after & usable, key)).alias("after"),
+            F.max(after & only_seq2 & (seq > ddl_seq)).alias("later_after"),
+        )
         .collect()
     )
-    return {(r["ddl_file"], r["ddl_line"]): (r["m"]["seq"], min(r["m"]["seq2"] + 1, _LARGEST_SEQ)) for r in found}
+    placed: dict[tuple[str, int], tuple[Decimal, Decimal]] = {}
+    for r in found:
+        if r["before"] is not None:
+            placed[(r["ddl_file"], r["ddl_line"])] = (r["before"]["seq"], min(r["before"]["seq2"] + 1, _LARGEST_SEQ))
+        elif r["any_before"]:
+            continue
+        elif r["after"] is not None:
+            placed[(r["ddl_file"], r["ddl_line"])] = (r["after"]["seq"], r["after"]["seq2"])
+        elif r["later_after"]:
+            placed[(r["ddl_file"], r["ddl_line"])] = (r["ddl_seq"], _LARGEST_SEQ)
+    return placed
 
 
 def in_message_database(
