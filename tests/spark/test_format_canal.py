@@ -311,6 +311,25 @@ def test_changes_sent_after_a_statement_in_its_second_are_newer_than_the_tables_
     assert sorted(row["b"] for row in silver_rows(config, "shop", "k")) == ["x", "y", "z"]
 
 
+@pytest.mark.parametrize("hours", [[H5, H5 + timedelta(hours=1)], [H5 + timedelta(hours=1), H5, H5]])
+def test_columns_swapped_by_one_statement_keep_their_values_under_their_new_names(spark, tmp_path, hours):
+    """MySQL performs a statement's renames at once: `RENAME COLUMN a TO b, RENAME COLUMN b TO a` swaps the two
+    columns, their values with them, also for a change older than the statement applied after it."""
+    config = source_for("canal_json", tmp_path)
+    declared = {"id": "int", "a": "varchar(5)", "b": "varchar(5)"}
+    hour5 = [insert_at("t", {"id": "1", "a": "x", "b": "y"}, declared=declared)]
+    hour6 = [
+        ddl_at("t", "ALTER TABLE t RENAME COLUMN a TO b, RENAME COLUMN b TO a", es=LAST),
+        insert_at("t", {"id": "2", "a": "p", "b": "q"}, declared=declared, es=LAST),
+    ]
+    write_export(config, "shop/canal-0005.json", hour5, H5)
+    write_export(config, "shop/canal-0006.json", hour6, H5 + timedelta(hours=1))
+
+    run(spark, config, hours)
+
+    assert silver_rows(config, "shop", "t") == [{"id": 1, "a": "y", "b": "x"}, {"id": 2, "a": "p", "b": "q"}]
+
+
 def test_paimon_schema_evolution_messages(parse_messages):
     lines = [line for n in range(1, 6) for line in lines_of(PAIMON / "schemaevolution" / f"canal-data-{n}.txt")]
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+import pytest
 from format_support import FIXTURES, parse_files, parse_lines, run, silver_rows, source_for, write_export
 
 V2 = FIXTURES / "dataworks_v2"
+H5 = datetime(2026, 11, 21, 5, tzinfo=UTC)
 DDL_TEXT = "alter table connector_test.all_mysql_type_test add column c90 varchar(30) default \"test\" comment 'test'"
 COLUMNS = [("id", "bigint"), ("name", "varchar(20)"), ("price", "DECIMAL(10,2)"), ("ts", "datetime")]
 
@@ -213,5 +215,22 @@ def test_a_truncate_without_scn_follows_the_changes_its_file_sent_before_it_in_i
     write_export(source, "items/0.json", lines)
 
     run(spark, source)
+
+    assert [r["id"] for r in silver_rows(source, "shop", "items")] == [2]
+
+
+@pytest.mark.parametrize("hours", [[H5, H5 + timedelta(hours=1)], [H5 + timedelta(hours=1), H5]])
+def test_a_truncate_opening_its_file_among_changes_without_scn_applies_at_its_place(spark, tmp_path, hours):
+    # the MySQL examples' "scn": "null" on every message: statement and changes of one millisecond tie, and their
+    # export position orders them across the hour's end
+    source = source_for("dataworks_v2", tmp_path)
+    row = {"id": 1, "name": "a", "price": "1.50", "ts": "1590315269000"}
+    truncate = v2("TRUNCATE", payload__ddl={"text": "truncate table items"}, scn="null")
+    write_export(source, "items/0005.json", [v2("INSERT", after=row, scn="null")], H5)
+    write_export(
+        source, "items/0006.json", [truncate, v2("INSERT", after=row | {"id": 2}, scn="null")], H5 + timedelta(hours=1)
+    )
+
+    run(spark, source, hours)
 
     assert [r["id"] for r in silver_rows(source, "shop", "items")] == [2]

@@ -326,8 +326,8 @@ def test_ddl_without_store_data_sequence_opening_its_file_follows_its_seconds_ch
     """A statement first in its file (the next hour's export) whose storeDataSequence is null comes after the
     changes of its second sent in the hour before and before those after it in its file, whatever order the hours
     run in: the TRUNCATE empties the row inserted before it, the DEFAULT fills it (also when only a later second
-    follows the statement), the RENAME TABLE takes it to the new name."""
-    tables = ("t_trunc", "t_add", "t_late", "t_ren", "t_ren2")
+    follows the statement, or nothing), the RENAME TABLE takes it to the new name."""
+    tables = ("t_trunc", "t_add", "t_late", "t_alone", "t_ren", "t_ren2")
     source = source_for("oms_default", tmp_path, column_types={f"tenant.shop.{t}": {"id": "bigint"} for t in tables})
 
     def change(table: str, n: int, row: dict, second: int = 1700000000) -> str:
@@ -345,6 +345,7 @@ def test_ddl_without_store_data_sequence_opening_its_file_follows_its_seconds_ch
             change("t_add", 2, {"id": 1, "a": "x"}),
             change("t_late", 3, {"id": 1, "a": "x"}),
             change("t_ren", 4, {"id": 1, "a": "x"}),
+            change("t_alone", 5, {"id": 1, "a": "x"}),
         ],
         H5,
     )
@@ -359,6 +360,7 @@ def test_ddl_without_store_data_sequence_opening_its_file_follows_its_seconds_ch
             change("t_late", 1, {"id": 2, "a": "y", "c": "own"}, second=1700000001),
         ],
         "t_ren": [ddl("t_ren", "rename table shop.t_ren to shop.t_ren2"), change("t_ren2", 10, {"id": 2, "a": "y"})],
+        "t_alone": [ddl("t_alone", "alter table shop.t_alone add column c varchar(30) default 'dflt'")],
     }
     for table, lines in opening.items():
         write_export(source, f"topic/0006-{table}.json", lines, H6)
@@ -368,6 +370,7 @@ def test_ddl_without_store_data_sequence_opening_its_file_follows_its_seconds_ch
     assert silver_rows(source, "tenant.shop", "t_trunc") == [{"id": 2, "a": "after"}]
     filled = [{"id": 1, "a": "x", "c": "dflt"}, {"id": 2, "a": "y", "c": "own"}]
     assert silver_rows(source, "tenant.shop", "t_add") == silver_rows(source, "tenant.shop", "t_late") == filled
+    assert silver_rows(source, "tenant.shop", "t_alone") == [{"id": 1, "a": "x", "c": "dflt"}]
     assert silver_rows(source, "tenant.shop", "t_ren2") == [{"id": 1, "a": "x"}, {"id": 2, "a": "y"}]
     assert not (Path(source.lake_root) / zones.silver_table_dir(source.name, "tenant.shop", "t_ren")).exists()
 

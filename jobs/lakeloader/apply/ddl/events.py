@@ -96,9 +96,15 @@ def _placed_in_file(bronze: DataFrame, rows: list) -> dict[tuple[str, int], tupl
     - after the data messages its file sent before it: the greatest of their keys, with `seq2` one more;
     - first in its file (often: the first message of an hour's export): the key of the first data message after
       it, whose export position (line, offset) then puts the statement before it and after every change with
-      that key sent in an earlier file or hour; when only later seconds follow it, the last place of its second.
+      that key sent in an earlier file or hour;
+    - first in its file with no change of its second after it there (alone in the file, or only later seconds
+      follow), when only its `seq2` is missing: the last place of its second. The changes of its second sent
+      after it would be in its file (an export file holds what its period sent), those sent before it are in
+      earlier files or hours. (Changes of its second after it whose `seq2` is 0 too, DataWorks 2.0 without a
+      scn, tie with it and their export position orders them: it keeps its key.)
     A file's data before it that are of no use (an earlier second) leave it first in its second. One small query,
-    only for a batch holding such a message; a statement with no data in its file keeps its key."""
+    only for a batch holding such a message. A statement missing its `seq` (SharePlex) with no data in its file
+    keeps its key."""
     unplaced = {
         (r["origin_file"], r["seq"], r["seq2"], r["origin_line"])
         for r in rows
@@ -110,32 +116,33 @@ def _placed_in_file(bronze: DataFrame, rows: list) -> dict[tuple[str, int], tupl
         sorted(unplaced), "ddl_file string, ddl_seq decimal(38,0), ddl_seq2 decimal(38,0), ddl_line bigint"
     )
     seq, seq2, ddl_seq = F.col("seq"), F.col("seq2"), F.col("ddl_seq")
-    only_seq2 = (F.col("ddl_seq2") == 0) & (ddl_seq > 0)
     usable = ((ddl_seq == 0) & (seq > 0)) | ((F.col("ddl_seq2") == 0) & (seq == ddl_seq) & (seq2 > 0))
     before, after = F.col("origin_line") < F.col("ddl_line"), F.col("origin_line") > F.col("ddl_line")
     key = F.struct(seq.alias("seq"), seq2.alias("seq2"))
     found = (
         bronze.where(F.col("kind") == C.DATA)
         .join(F.broadcast(statements), F.col("origin_file") == F.col("ddl_file"))
-        .groupBy("ddl_file", "ddl_line", "ddl_seq")
+        .groupBy("ddl_file", "ddl_line")
         .agg(
             F.max(F.when(before & usable, key)).alias("before"),
             F.max(before).alias("any_before"),
             F.min(F.when(after & usable, key)).alias("after"),
-            F.max(after & only_seq2 & (seq > ddl_seq)).alias("later_after"),
+            F.max(after & (seq == ddl_seq)).alias("its_second_after"),
         )
         .collect()
     )
+    around = {(r["ddl_file"], r["ddl_line"]): r for r in found}
     placed: dict[tuple[str, int], tuple[Decimal, Decimal]] = {}
-    for r in found:
-        if r["before"] is not None:
-            placed[(r["ddl_file"], r["ddl_line"])] = (r["before"]["seq"], min(r["before"]["seq2"] + 1, _LARGEST_SEQ))
-        elif r["any_before"]:
+    for name, first, second, line in unplaced:
+        r = around.get((name, line))
+        if r is not None and r["before"] is not None:
+            placed[(name, line)] = (r["before"]["seq"], min(r["before"]["seq2"] + 1, _LARGEST_SEQ))
+        elif r is not None and r["any_before"]:
             continue
-        elif r["after"] is not None:
-            placed[(r["ddl_file"], r["ddl_line"])] = (r["after"]["seq"], r["after"]["seq2"])
-        elif r["later_after"]:
-            placed[(r["ddl_file"], r["ddl_line"])] = (r["ddl_seq"], _LARGEST_SEQ)
+        elif r is not None and r["after"] is not None:
+            placed[(name, line)] = (r["after"]["seq"], r["after"]["seq2"])
+        elif first > 0 and second == 0 and not (r is not None and r["its_second_after"]):
+            placed[(name, line)] = (first, _LARGEST_SEQ)
     return placed
 
 

@@ -201,10 +201,17 @@ def spelled_as(operations: Sequence[Operation], columns: Sequence[str]) -> tuple
     return tuple(resolved)
 
 
+# MySQL's (and MariaDB's /*M!) versioned comment: the server executes the text inside (a dump's
+# `/*!50100 PARTITION BY ... */`, `ALTER TABLE t /*!50100 ADD COLUMN c INT */`); the sources' servers are newer
+_VERSIONED_COMMENT = re.compile(r"/\*M?!(?:[0-9]{5,6})?(.*?)\*/", re.DOTALL)
+
+
 def parse_ddl(text: str, dialect: str = "mysql") -> Parsed:
     """Parse one message's DDL text. Several statements in one text are refused, not split (a routine or
     trigger definition, whose body holds semicolons, is one statement and a no-op)."""
     read = DIALECTS.get(dialect, dialect)
+    if read == "mysql":
+        text = _VERSIONED_COMMENT.sub(r"\1", text)
     try:
         tokens = _single_words(_tokenizer(read).tokenize(text), text)
     except (TokenError, ValueError) as error:
@@ -384,6 +391,12 @@ _NOOP_STATEMENTS = {
     "LOCK",
     "UNLOCK",
 }
+# words of clauses that cannot name a column unquoted, reserved in the dialect (so `INDEX date (a)` is an index);
+# the others (PERIOD, Oracle's KEY, ...) name one when a type follows (`_Reader.defines_column`)
+_RESERVED = {
+    "mysql": {"INDEX", "KEY", "PRIMARY", "UNIQUE", "CONSTRAINT", "CHECK", "FOREIGN", "FULLTEXT", "SPATIAL", "DEFAULT"},
+    "oracle": {"INDEX", "UNIQUE", "CHECK", "DEFAULT"},
+}
 _INDEXES = {"INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "PRIMARY", "FOREIGN", "CONSTRAINT", "CHECK", "BITMAP"}
 _PARTITIONS = {"PARTITION", "PARTITIONS", "SUBPARTITION", "SUBPARTITIONS", "PARTITIONING"}
 # Leading words of ALTER TABLE clauses that act on a partition (`<word> PARTITION ...`).
@@ -532,6 +545,8 @@ def _constant(value: exp.Expression) -> str | None:
     """The text of a constant DEFAULT (`-5`, `'x'`, TRUE as 1); None for NULL and for anything computed."""
     if isinstance(value, exp.Paren):
         return _constant(value.this)
+    if isinstance(value, exp.Introducer):  # MySQL's character set introducer: _utf8mb4'x' is 'x'
+        return _constant(value.expression)
     if isinstance(value, exp.Literal):
         return value.name
     if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal) and not value.this.is_string:
@@ -539,6 +554,37 @@ def _constant(value: exp.Expression) -> str | None:
     if isinstance(value, exp.Boolean):
         return "1" if value.this else "0"
     return None
+
+
+# the name a column has between the two steps of a statement's renames (`_renamed_at_once`)
+_RENAMING = "__lakeloader_renaming_{}"
+
+
+def _renamed_at_once(operations: list[Operation]) -> list[Operation]:
+    """A statement's column renames as MySQL performs them: at once, each naming a column as the table had it
+    before the statement, so `RENAME COLUMN a TO b, RENAME COLUMN b TO a` swaps two columns and `a TO b, b TO c`
+    shifts them. Performed one by one, a rename onto a name another one frees would take that column for one a
+    newer change added (the two are merged); so when one does, every rename of the statement first gives its
+    column a temporary name, then its own (MySQL CHANGE keeps its type change in the second step)."""
+    renames = {
+        i: op
+        for i, op in enumerate(operations)
+        if isinstance(op, RenameColumn) or (isinstance(op, ChangeColumnType) and op.renamed_from is not None)
+    }
+    old = {i: (op.old if isinstance(op, RenameColumn) else op.renamed_from) or "" for i, op in renames.items()}
+    new = {i: op.new if isinstance(op, RenameColumn) else op.name for i, op in renames.items()}
+    # onto the name another column had (not the same column renamed again, as in a change of case)
+    if not any(new[i].lower() == old[j].lower() != old[i].lower() for i in renames for j in renames):
+        return operations
+    temporary = {i: _RENAMING.format(n) for n, i in enumerate(renames)}
+    first = [RenameColumn(old[i], temporary[i]) for i in renames]
+    second = [
+        RenameColumn(temporary[i], new[i]) if isinstance(op, RenameColumn) else replace(op, old=temporary[i])
+        for i, op in renames.items()
+    ]
+    at = min(renames)
+    others = [op for i, op in enumerate(operations) if i not in renames]
+    return [*others[:at], *first, *second, *others[at:]]
 
 
 class _Reader:
@@ -624,7 +670,7 @@ class _Reader:
         key: list[str] = []
         for element in _split(elements, TokenType.COMMA):
             words = _words(element)
-            if words[0] in _INDEXES or words[0] == "PERIOD":
+            if (words[0] in _INDEXES or words[0] == "PERIOD") and not self.defines_column(element):
                 if "PRIMARY" in words and (at_key := words.index("PRIMARY")) + 1 < len(words):
                     key += self.key_columns(element, at_key + 2)
                 continue
@@ -663,8 +709,10 @@ class _Reader:
             return Unsupported(f"unbalanced parentheses in the column definition {self.source(tokens)[:60]!r}")
         type_end = next((i for i in range(2, len(tokens)) if _word(tokens, i) in _ATTRIBUTES), len(tokens))
         type_text = self.source(tokens[1:type_end])
-        definition = self.column_def(self.source(tokens))
-        if definition is None:  # sqlglot does not know an attribute: read the type alone
+        definition = self.column_def(self.source(tokens)) or self.column_def(
+            self.source(tokens[:type_end]) + self.null_and_default(tokens[type_end:])
+        )
+        if definition is None:  # sqlglot does not know the type's words either: read the type alone
             try:
                 built = exp.DataType.build(type_text, dialect=self.read, udt=True)
             except (ParseError, TokenError, ValueError):
@@ -675,6 +723,34 @@ class _Reader:
             return None
         name = self.identifier(tokens[0])
         return Column(name, spark_type(kind, self.read, type_text), self.existing_rows_default(definition))
+
+    def defines_column(self, tokens: Sequence[Token]) -> bool:
+        """Whether `tokens` define a column (`name type ...`) whose name is a word that also begins other clauses
+        (`period INT`, `lob BIGINT`, Oracle `key VARCHAR2(10)`, none reserved): a type follows it."""
+        type_end = next((i for i in range(2, len(tokens)) if _word(tokens, i) in _ATTRIBUTES), len(tokens))
+        if len(tokens) < 2 or _is_paren(tokens, 1) or _word(tokens, 0) in _RESERVED.get(self.read, ()):
+            return False
+        try:
+            exp.DataType.build(self.source(tokens[1:type_end]), dialect=self.read)
+        except (ParseError, TokenError, ValueError):
+            return False
+        return True
+
+    def null_and_default(self, attributes: Sequence[Token]) -> str:
+        """A column's NOT NULL and DEFAULT <value> as written, without its other attributes (those sqlglot cannot
+        read: MySQL's VISIBLE or COLUMN_FORMAT, Oracle's ENABLE or a named CHECK constraint)."""
+        kept = []
+        for i in range(len(attributes)):
+            if _word(attributes, i) == "NOT" and _word(attributes, i + 1) == "NULL":
+                kept.append("NOT NULL")
+            elif _word(attributes, i) == "DEFAULT" and i + 1 < len(attributes):
+                start = i + 1
+                signed = attributes[start].token_type in (TokenType.DASH, TokenType.PLUS, TokenType.INTRODUCER)
+                end = start + 1 + signed  # 5, -5, _utf8mb4'x'
+                if _is_paren(attributes, start) or _is_paren(attributes, end):  # (expression), NOW(6)
+                    end = _group(attributes, start if _is_paren(attributes, start) else end)[1]
+                kept.append(f"DEFAULT {self.source(attributes[start:end])}")
+        return "".join(f" {clause}" for clause in kept)
 
     def existing_rows_default(self, definition: exp.ColumnDef) -> str | None:
         """The value a column added by ALTER TABLE gives the table's existing rows, as the statement writes it: a
@@ -777,7 +853,7 @@ class _Reader:
             if isinstance(performed, Unsupported):
                 return Unsupported(f"ALTER TABLE clause {self.source(clause)[:80]!r}: {performed.reason}")
             operations += performed
-        return Statement(table, tuple(operations) or (NoOp("ALTER TABLE without clauses"),))
+        return Statement(table, tuple(_renamed_at_once(operations)) or (NoOp("ALTER TABLE without clauses"),))
 
     def clause(self, tokens: list[Token]) -> list[Operation] | Unsupported:
         """One ALTER TABLE clause -> its operations."""
@@ -823,9 +899,8 @@ class _Reader:
 
     def add(self, tokens: list[Token]) -> list[Operation] | Unsupported:
         first = _word(tokens, 0)
-        if first in _INDEXES:
-            return [NoOp(f"ADD {first}")]
-        if first in _PARTITIONS or first in ("SUPPLEMENTAL", "PERIOD", "OVERFLOW"):
+        clause = first in _INDEXES or first in _PARTITIONS or first in ("SUPPLEMENTAL", "PERIOD", "OVERFLOW")
+        if clause and not self.defines_column(tokens):
             return [NoOp(f"ADD {first}")]
         if first in ("COLUMN", "COLUMNS"):
             tokens = tokens[1:]
@@ -837,7 +912,7 @@ class _Reader:
             elements = [tokens]
         columns = []
         for element in elements:
-            if _word(element, 0) in _INDEXES:
+            if _word(element, 0) in _INDEXES and not self.defines_column(element):
                 continue
             if _word(element, 1) in ("AS", "GENERATED"):  # Oracle virtual column: not in the change stream
                 continue
@@ -851,8 +926,8 @@ class _Reader:
         first = _word(tokens, 0)
         if first in _PARTITIONS:
             return [NoOp(f"DROP {first} (its rows are not deleted in silver)")]
-        if first in _INDEXES or first in ("UNUSED", "SUPPLEMENTAL", "PERIOD", "COLUMNS"):
-            return [NoOp(f"DROP {first}")]
+        if (first in _INDEXES or first in ("UNUSED", "SUPPLEMENTAL", "PERIOD", "COLUMNS")) and len(tokens) > 1:
+            return [NoOp(f"DROP {first}")]  # DROP period alone drops a column of that name
         if first == "COLUMN":
             tokens = tokens[1:]
         tokens = tokens[self.skip_if_exists(tokens, 0) :]
@@ -861,7 +936,8 @@ class _Reader:
 
     def modify(self, tokens: list[Token]) -> list[Operation] | Unsupported:
         first = _word(tokens, 0)
-        if first in _INDEXES or first in _PARTITIONS or first in ("LOB", "DEFAULT", "NESTED", "VARRAY", "OPAQUE"):
+        clause = first in _INDEXES or first in _PARTITIONS or first in ("LOB", "DEFAULT", "NESTED", "VARRAY", "OPAQUE")
+        if clause and not self.defines_column(tokens):
             return [NoOp(f"MODIFY {first}")]
         if first == "COLUMN":
             tokens = tokens[1:]
